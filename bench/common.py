@@ -1,0 +1,66 @@
+"""Shared bench plumbing: result tables, JSON output, plots, LoCoMo loading."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+LOCOMO = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+def write_json(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {"bench": name, "when": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **payload}
+    path.write_text(json.dumps(payload, indent=1, default=str))
+    return path
+
+
+def machine() -> dict[str, Any]:
+    import os
+
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+
+
+def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
+    rule = "-+-".join("-" * w for w in widths)
+    body = [" | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join([line, rule, *body])
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return "" if value is None else str(value)
+
+
+def bar_plot(name: str, groups: dict[str, dict[str, float]], ylabel: str, title: str) -> Path:
+    """One PNG: groups on the x axis, one bar per series."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(groups)
+    series = list(next(iter(groups.values())))
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 1.2), 4))
+    for i, s in enumerate(series):
+        ax.bar([x + i * width for x in range(len(labels))], [groups[g][s] for g in labels], width, label=s)
+    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))], labels)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

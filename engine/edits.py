@@ -1,0 +1,72 @@
+"""Explicit edits (update, invalidate, rollback, delete) as ChangeSets, each keeping the prior version."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from engine.changes import ChangeSet
+from engine.errors import InputError, NotFound
+from engine.evolution import snapshot_version
+from engine.note import Note
+from engine.pipeline import WritePipeline
+from engine.store import TenantMemory
+from engine.timeutil import utcnow
+
+EDITABLE = {"content": str, "speaker": str, "context": str, "keywords": list, "tags": list, "metadata": dict}
+
+
+def update(tm: TenantMemory, pipeline: WritePipeline, note_id: str,
+           fields: dict[str, Any]) -> tuple[ChangeSet, Note]:
+    before = tm.get(note_id)
+    after = copy.deepcopy(before)
+    for name, value in fields.items():
+        kind = EDITABLE.get(name)
+        if kind is None:
+            raise InputError(f"cannot edit this field; editable: {sorted(EDITABLE)}", field=name)
+        if not isinstance(value, kind) or (name == "content" and not value.strip()):
+            raise InputError(f"expected a {'non-empty ' if name == 'content' else ''}{kind.__name__}", field=name)
+        setattr(after, name, copy.deepcopy(value))
+    return _changed(tm, before, after, "update", pipeline.encode_notes([after])[0]), after
+
+
+def invalidate(tm: TenantMemory, note_id: str, at: datetime | None) -> tuple[ChangeSet, Note]:
+    before = tm.get(note_id)
+    after = copy.deepcopy(before)
+    now = utcnow()
+    after.invalid_at = at or now
+    after.expired_at = now
+    return _changed(tm, before, after, "invalidate", tm.vector(note_id)), after
+
+
+def rollback(tm: TenantMemory, pipeline: WritePipeline, note_id: str, version: int) -> tuple[ChangeSet, Note]:
+    before = tm.get(note_id)
+    past = next((v for v in tm.history.get(note_id, []) if v.version == version), None)
+    if past is None:
+        known = [v.version for v in tm.history.get(note_id, [])]
+        raise NotFound(f"note {note_id!r} has no version {version} (kept: {known})")
+    after = copy.deepcopy(past.note)
+    after.version = before.version  # _changed bumps it: a rollback is a new version, history stays linear
+    after.links = copy.deepcopy(before.links)
+    vec = np.asarray(past.embedding, dtype=np.float32) if past.embedding else pipeline.encode_notes([after])[0]
+    return _changed(tm, before, after, "rollback", vec, cause=f"version {version}"), after
+
+
+def delete(tm: TenantMemory, note_id: str) -> tuple[ChangeSet, None]:
+    tm.get(note_id)
+    return ChangeSet(deletes=[note_id]), None
+
+
+def _changed(tm: TenantMemory, before: Note, after: Note, stage: str, vec: np.ndarray,
+             cause: str | None = None) -> ChangeSet:
+    now = utcnow()
+    after.version = before.version + 1
+    after.updated_at = now
+    version = snapshot_version(before, stage, cause, now, tm.vector(before.id).tolist())
+    return ChangeSet(upserts=[(after, vec)], versions=[version])
+
+
+

@@ -1,0 +1,61 @@
+"""Pure decisions of the evolve stage: apply an update, supersede a fact, merge a near-duplicate.
+
+No I/O and no model here: each function takes notes and returns changed copies plus the prior version.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+
+from engine.note import Note, NoteVersion
+from engine.schemas import NeighbourUpdate
+
+
+def snapshot_version(note: Note, stage: str, cause: str | None, at: datetime,
+                     embedding: list[float] | None = None) -> NoteVersion:
+    return NoteVersion(note_id=note.id, version=note.version, note=copy.deepcopy(note),
+                       embedding=embedding or [], stage=stage, cause=cause, changed_at=at)
+
+
+def apply_update(note: Note, update: NeighbourUpdate, new: Note, at: datetime) -> tuple[Note, str | None]:
+    """The neighbour after one evolution update by `new`; returns (note, stage) or (note, None) if unchanged."""
+    out = copy.deepcopy(note)
+    if update.context is not None:
+        out.context = update.context
+    if update.keywords is not None:
+        out.keywords = list(dict.fromkeys(update.keywords))
+    if update.tags is not None:
+        out.tags = list(dict.fromkeys(update.tags))
+    stage = "evolve" if _text_changed(note, out) else None
+    if update.supersedes and supersede(out, new, at):
+        stage = "supersede"
+    if stage:
+        out.version += 1
+        out.updated_at = at
+    return out, stage
+
+
+def supersede(old: Note, new: Note, at: datetime) -> bool:
+    """Retire `old` in place because `new` states a fact that replaces it. False if it cannot apply."""
+    if old.invalid_at is not None or new.timestamp < old.timestamp or old.id == new.id:
+        return False
+    old.invalid_at = new.valid_at
+    old.expired_at = at
+    old.superseded_by = new.id
+    return True
+
+
+def merge_duplicate(target: Note, occurrence: datetime, source_id: str | None, at: datetime) -> Note:
+    """`target` after a near-identical interaction was folded into it."""
+    out = copy.deepcopy(target)
+    out.occurrences.append(occurrence)
+    if source_id:
+        out.source_ids.append(source_id)
+    out.version += 1
+    out.updated_at = at
+    return out
+
+
+def _text_changed(a: Note, b: Note) -> bool:
+    return (a.context, a.keywords, a.tags) != (b.context, b.keywords, b.tags)

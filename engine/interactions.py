@@ -1,0 +1,35 @@
+"""Argument checks of the public write API: a mapping -> an Interaction, or an InputError naming the field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.errors import InputError
+from engine.note import Interaction
+from engine.timeutil import parse_time, utcnow
+
+FIELDS = frozenset({"content", "timestamp", "speaker", "metadata", "source_id"})
+
+
+def to_interaction(item: Mapping[str, Any], where: str | None = None) -> Interaction:
+    if not isinstance(item, Mapping):
+        raise InputError(f"expected a mapping with 'content', got {type(item).__name__}", where=where)
+    unknown = set(item) - FIELDS
+    if unknown:
+        raise InputError(f"unknown field; allowed: {sorted(FIELDS)}", where=where, field=sorted(unknown)[0])
+    content = item.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise InputError("content must be a non-empty string", where=where, field="content")
+    speaker = item.get("speaker")
+    if speaker is not None and not isinstance(speaker, str):
+        raise InputError("speaker must be a string", where=where, field="speaker")
+    metadata = item.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InputError("metadata must be a mapping", where=where, field="metadata")
+    source_id = item.get("source_id")
+    if source_id is not None and (not isinstance(source_id, str) or not source_id):
+        raise InputError("source_id must be a non-empty string", where=where, field="source_id")
+    timestamp = parse_time(item.get("timestamp"), where=where) or utcnow()
+    return Interaction(content=content, timestamp=timestamp, speaker=speaker or None,
+                       metadata=dict(metadata or {}), source_id=source_id)

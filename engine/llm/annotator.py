@@ -1,0 +1,152 @@
+"""LLMAnnotator: the three A-MEM stages over any `Backend`, with repair, re-ask and per-item fallback.
+
+For each stage: build every prompt, send them as one batch, validate every answer into the typed
+schema. Answers that fail validation are re-asked once, as one more batch (the rejected answer and
+the reason go back to the model). Items whose answer is still bad, or whose request failed after the
+client's retries, go to the fallback annotator, item by item, and are counted (and, for the note
+stage, marked annotated_by="embedded-fallback" so `amem reannotate` can redo them). Nothing is
+dropped: every input gets a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from engine.annotator import Annotator
+from engine.config import Config
+from engine.cost import CostMeter
+from engine.errors import LLMBadOutput, LLMError
+from engine.llm import prompts
+from engine.llm.prompts import Prompt
+from engine.note import Interaction
+from engine.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+FALLBACK_MARK = "embedded-fallback"
+
+
+class Backend(Protocol):
+    """Where completions come from: an OpenAI-compatible server or in-process vLLM."""
+
+    name: str
+
+    def complete_batch(self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]) -> list[str | LLMError]:
+        """One answer text (or the LLMError it ended with) per prompt, same order; records its own cost."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class LLMAnnotator:
+    """Implements `engine.annotator.Annotator` over a `Backend`."""
+
+    def __init__(self, backend: Backend, config: Config, cost: CostMeter, fallback: Annotator) -> None:
+        self.name = backend.name
+        self._backend = backend
+        self._config = config
+        self._cost = cost
+        self._fallback = fallback
+        """The embedded annotator in production: does the items the LLM could not."""
+
+    # --- stages --------------------------------------------------------------------------------------
+
+    def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
+        limit = self._config.max_content_chars
+        kw, tags = self._config.max_keywords, self._config.max_tags
+        results = self._run("note", [prompts.note_prompt(i, limit) for i in items],
+                            lambda raw, _: prompts.parse_annotation(raw, max_keywords=kw, max_tags=tags))
+        failed = [i for i, r in enumerate(results) if isinstance(r, LLMError)]
+        if failed:
+            backup = self._fallback.annotate([items[i] for i in failed])
+            for i, annotation in zip(failed, backup, strict=True):
+                results[i] = dataclasses.replace(annotation, annotated_by=FALLBACK_MARK)
+        return results  # type: ignore[return-value]
+
+    def judge_links(self, requests: Sequence[LinkRequest]) -> list[list[LinkChoice]]:
+        limit = self._config.max_content_chars
+        todo = [i for i, r in enumerate(requests) if r.candidates]
+        results = self._run("link", [prompts.link_prompt(requests[i], limit) for i in todo],
+                            lambda raw, j: prompts.parse_links(raw, requests[todo[j]].candidates))
+        out: list[list[LinkChoice]] = [[] for _ in requests]
+        self._settle("link", todo, results, out, lambda idx: self._fallback.judge_links([requests[i] for i in idx]))
+        return out
+
+    def evolve(self, requests: Sequence[EvolveRequest]) -> list[list[NeighbourUpdate]]:
+        limit = self._config.max_content_chars
+        kw, tags = self._config.max_keywords, self._config.max_tags
+        todo = [i for i, r in enumerate(requests) if r.neighbours]
+        results = self._run(
+            "evolve", [prompts.evolve_prompt(requests[i], limit) for i in todo],
+            lambda raw, j: prompts.parse_updates(raw, requests[todo[j]].neighbours, max_keywords=kw, max_tags=tags),
+        )
+        out: list[list[NeighbourUpdate]] = [[] for _ in requests]
+        self._settle("evolve", todo, results, out, lambda idx: self._fallback.evolve([requests[i] for i in idx]))
+        return out
+
+    def close(self) -> None:
+        self._backend.close()
+
+    # --- shared path -----------------------------------------------------------------------------------
+
+    def _run(self, stage: str, batch: list[Prompt], parse: Callable[[str, int], T]) -> list[T | LLMError]:
+        """Ask, validate, re-ask the invalid ones once; an item's result is its value or its last error."""
+        if not batch:
+            return []
+        schema = prompts.SCHEMAS[stage]
+        answers = self._backend.complete_batch(stage, batch, schema)
+        results = [_parse(answer, i, parse) for i, answer in enumerate(answers)]
+        bad = [i for i, r in enumerate(results) if isinstance(r, LLMBadOutput)]
+        if bad:
+            retry = [_retry_prompt(batch[i], answers[i], results[i]) for i in bad]  # type: ignore[arg-type]
+            self._cost.record(stage, retries=len(bad))
+            for i, answer in zip(bad, self._backend.complete_batch(stage, retry, schema), strict=True):
+                results[i] = _parse(answer, i, parse)
+        self._report(stage, results)
+        return results
+
+    def _settle(
+        self,
+        stage: str,
+        todo: list[int],
+        results: list[Any],
+        out: list[Any],
+        fallback: Callable[[list[int]], list[Any]],
+    ) -> None:
+        """Writes each (value, dropped) result into `out[todo[j]]`; failed items go to the fallback."""
+        failed = [todo[j] for j, r in enumerate(results) if isinstance(r, LLMError)]
+        dropped = 0
+        for j, result in enumerate(results):
+            if not isinstance(result, LLMError):
+                out[todo[j]], num_dropped = result
+                dropped += num_dropped
+        if dropped:
+            self._cost.record(stage, dropped_links=dropped)
+        if failed:
+            for i, value in zip(failed, fallback(failed), strict=True):
+                out[i] = value
+
+    def _report(self, stage: str, results: Sequence[object]) -> None:
+        errors = [r for r in results if isinstance(r, LLMError)]
+        if errors:
+            self._cost.record(stage, fallbacks=len(errors))
+            log.warning("llm stage %s: %d of %d items fall back to %s; first error: %s",
+                        stage, len(errors), len(results), self._fallback.name, errors[0])
+
+
+def _retry_prompt(prompt: Prompt, answer: str | LLMError, error: LLMBadOutput) -> Prompt:
+    # A garbled HTTP response (no choices, not JSON) has no answer text to show back: ask afresh.
+    return prompts.repair_prompt(prompt, answer, error) if isinstance(answer, str) else prompt
+
+
+def _parse(answer: str | LLMError, index: int, parse: Callable[[str, int], T]) -> T | LLMError:
+    if isinstance(answer, LLMError):
+        return answer
+    try:
+        return parse(answer, index)
+    except LLMBadOutput as exc:
+        return exc

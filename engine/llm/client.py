@@ -1,0 +1,270 @@
+"""Async OpenAI-compatible client (chat completions, embeddings) and the HTTP backend built on it.
+
+A stage sends all of its requests at once (asyncio.gather) so vLLM's continuous batching sees them
+together. Admission is by requests in flight *and* by estimated tokens in flight: servers answer 429
+when their KV cache fills, which depends on tokens, long before they run out of request slots.
+Retryable faults (429, 5xx, timeouts, connection errors) are retried with exponential backoff and
+jitter; the gate is released while a request backs off, so the others keep the server busy.
+
+The pipeline is synchronous, so the coroutines run on a private event loop in a daemon thread
+(`LoopThread`): a sync caller blocks on a future, which works from a plain thread, a FastAPI worker
+thread, or code that is itself inside a running event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from engine.config import Config
+from engine.cost import CostMeter
+from engine.errors import LLMBadOutput, LLMError, LLMRetryable
+from engine.llm.prompts import Prompt, response_format
+
+T = TypeVar("T")
+
+_RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER_S = 30.0
+
+
+def estimate_tokens(prompt: Prompt, max_tokens: int) -> int:
+    """Upper-bound guess of a request's KV footprint: ~4 chars per prompt token, plus the answer budget."""
+    return sum(len(m["content"]) for m in prompt) // 4 + max_tokens
+
+
+def api_base(url: str) -> str:
+    """`http://host:8000` and `http://host:8000/v1/` both mean the OpenAI-style base `.../v1`."""
+    url = url.rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+class TokenGate:
+    """Admits a request while both requests-in-flight and estimated-tokens-in-flight stay under budget."""
+
+    def __init__(self, max_requests: int, max_tokens: int) -> None:
+        self.max_requests = max_requests
+        self.max_tokens = max_tokens
+        self.num_requests = 0
+        self.num_tokens = 0
+        self._cond = asyncio.Condition()
+
+    def _fits(self, tokens: int) -> bool:
+        return self.num_requests < self.max_requests and self.num_tokens + tokens <= self.max_tokens
+
+    async def acquire(self, tokens: int) -> int:
+        """Blocks until admitted; returns the tokens charged (a request bigger than the budget runs alone)."""
+        tokens = min(tokens, self.max_tokens)
+        async with self._cond:
+            await self._cond.wait_for(lambda: self._fits(tokens))
+            self.num_requests += 1
+            self.num_tokens += tokens
+        return tokens
+
+    async def release(self, tokens: int) -> None:
+        async with self._cond:
+            self.num_requests -= 1
+            self.num_tokens -= tokens
+            self._cond.notify_all()
+
+
+class LoopThread:
+    """A private event loop on a daemon thread; `run` blocks the calling thread until a coroutine is done."""
+
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise LLMError("LoopThread.run called from its own loop (would deadlock); await the coroutine instead")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def create(self, factory: Callable[[], T]) -> T:
+        """Runs a constructor on the loop thread, so loop-bound state is created where it is used."""
+        return self.run(_call(factory))
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+@dataclass(slots=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class OpenAIClient:
+    """One OpenAI-compatible endpoint. Create, use and close it on a single event loop."""
+
+    def __init__(self, config: Config, *, base_url: str, model: str, cost: CostMeter | None = None) -> None:
+        self.model = model
+        self._config = config
+        self._cost = cost
+        self._gate = TokenGate(config.llm_max_in_flight, config.llm_max_tokens_in_flight)
+        limits = httpx.Limits(max_connections=config.llm_max_in_flight, max_keepalive_connections=config.llm_max_in_flight)
+        self._http = httpx.AsyncClient(
+            base_url=api_base(base_url),
+            headers={"Authorization": f"Bearer {config.llm_api_key}"},
+            timeout=httpx.Timeout(config.llm_timeout_s),
+            limits=limits,
+        )
+
+    async def chat(self, stage: str, prompt: Prompt, schema: dict[str, Any]) -> str:
+        body = {
+            "model": self.model,
+            "messages": prompt,
+            "max_tokens": self._config.llm_max_tokens,
+            "temperature": 0.0,
+            "response_format": response_format(stage, schema),
+        }
+        tokens = estimate_tokens(prompt, self._config.llm_max_tokens)
+        started = time.perf_counter()
+        data = await self._send(stage, tokens, "/chat/completions", body)
+        done = _completion(data, prompt)
+        self._record(stage, calls=1, prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
+                     latency_s=time.perf_counter() - started)
+        return done.text
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        tokens = sum(len(t) for t in texts) // 4 + 1
+        started = time.perf_counter()
+        data = await self._send("embed", tokens, "/embeddings", {"model": self.model, "input": list(texts)})
+        vectors = _embeddings(data, len(texts))
+        usage = data.get("usage") or {}
+        self._record("embed", calls=1, prompt_tokens=int(usage.get("prompt_tokens", tokens)),
+                     latency_s=time.perf_counter() - started)
+        return vectors
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _record(self, stage: str, **amounts: float) -> None:
+        if self._cost is not None:
+            self._cost.record(stage, **amounts)
+
+    async def _send(self, stage: str, tokens: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        for attempt in range(self._config.llm_retries + 1):
+            charged = await self._gate.acquire(tokens)
+            try:
+                return await _post(self._http, path, body)
+            except LLMRetryable as exc:
+                if attempt == self._config.llm_retries:
+                    raise
+                delay = self._backoff(attempt, exc)
+            finally:
+                await self._gate.release(charged)
+            self._record(stage, retries=1)
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _backoff(self, attempt: int, exc: LLMRetryable) -> float:
+        # Full jitter around the exponential step keeps a burst of 429s from retrying in lockstep.
+        delay = self._config.llm_backoff_s * (2**attempt) * (0.5 + random.random())
+        retry_after = getattr(exc, "retry_after", None)
+        return max(delay, min(retry_after, _MAX_RETRY_AFTER_S)) if retry_after else delay
+
+
+class RetryableStatus(LLMRetryable):
+    """429 / 5xx, carrying the server's Retry-After in seconds when it sent one."""
+
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    try:
+        response = await http.post(path, json=body)
+    except httpx.TimeoutException as exc:
+        raise LLMRetryable(f"POST {path}: timed out ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise LLMRetryable(f"POST {path}: {type(exc).__name__}: {exc}") from exc
+    if response.status_code in _RETRYABLE_STATUS:
+        raise RetryableStatus(f"POST {path}: HTTP {response.status_code}", _retry_after(response))
+    if response.status_code != 200:
+        raise LLMError(f"POST {path}: HTTP {response.status_code}: {response.text[:300]}")
+    try:
+        data = response.json()
+    except ValueError as exc:
+        raise LLMBadOutput(f"POST {path}: response body is not JSON") from exc
+    if not isinstance(data, dict):
+        raise LLMBadOutput(f"POST {path}: response body is not a JSON object")
+    return data
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return float(response.headers["retry-after"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _completion(data: dict[str, Any], prompt: Prompt) -> Completion:
+    try:
+        text = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise LLMBadOutput("chat response has no choices[0].message.content") from None
+    if not isinstance(text, str):
+        raise LLMBadOutput("chat response content is not a string")
+    usage = data.get("usage") or {}
+    # Servers that send no usage still get counted, by the same estimate the gate uses.
+    prompt_tokens = usage.get("prompt_tokens", sum(len(m["content"]) for m in prompt) // 4)
+    return Completion(text, int(prompt_tokens), int(usage.get("completion_tokens", len(text) // 4)))
+
+
+def _embeddings(data: dict[str, Any], n: int) -> list[list[float]]:
+    rows = data.get("data")
+    if not isinstance(rows, list) or len(rows) != n:
+        raise LLMBadOutput(f"embeddings response: expected {n} rows in 'data'")
+    try:
+        ordered = sorted(rows, key=lambda row: row["index"])
+        return [row["embedding"] for row in ordered]
+    except (KeyError, TypeError):
+        raise LLMBadOutput("embeddings response rows need 'index' and 'embedding'") from None
+
+
+class HTTPBackend:
+    """`complete_batch` over an OpenAI-compatible server (vLLM, SGLang, TGI, OpenAI...)."""
+
+    name = "llm"
+
+    def __init__(self, config: Config, cost: CostMeter) -> None:
+        assert config.llm_url, "Config validation guarantees llm_url for annotator='llm'"
+        self._loop = LoopThread("amem-llm")
+        url, model = config.llm_url, config.llm_model
+        self._client = self._loop.create(lambda: OpenAIClient(config, base_url=url, model=model, cost=cost))
+
+    def complete_batch(self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]) -> list[str | LLMError]:
+        """Every prompt's answer text, or the LLMError it ended with (same order)."""
+        return self._loop.run(gather_llm([self._client.chat(stage, p, schema) for p in prompts]))
+
+    def close(self) -> None:
+        self._loop.run(self._client.aclose())
+        self._loop.close()
+
+
+async def _call(factory: Callable[[], T]) -> T:
+    return factory()
+
+
+async def gather_llm(calls: Sequence[Awaitable[T]]) -> list[T | LLMError]:
+    """All calls concurrently; LLMErrors become per-item results, anything else is a bug and propagates."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, LLMError):
+            raise result
+    return results  # type: ignore[return-value]

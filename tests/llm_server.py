@@ -1,0 +1,343 @@
+"""A stand-in for a vLLM server: real HTTP on loopback, OpenAI chat-completions and embeddings protocol.
+
+It reads the JSON input of amem's prompts and answers plausibly per stage (keywords from content
+words, links to candidates sharing words, evolution updates), returns `usage`, waits a fixed latency
+per request, and records what it saw (stages, tokens, concurrency).
+
+Faults are injected per request by a directive in the new note's content (so the faulty request is
+the same whatever order concurrent requests arrive in):
+
+    <<fault:STAGE:KIND>>      first request of that stage for that item only
+    <<fault:STAGE:KIND:N>>    first N requests (retries and re-asks count); N='all' for every request
+
+STAGE is note, link, evolve or embed; KIND is one of FAULTS. A dead server is `StandIn.stop()`, or a
+port nobody listens on (`dead_url()`).
+
+Use from tests: `pytest_plugins = ["llm_server"]` gives the `llm_server` fixture. From the bench (or
+by hand): `python tests/llm_server.py --latency 0.1` prints the base URL and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import hashlib
+import json
+import math
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+FAULTS = ("malformed", "missing", "wrong_type", "unknown_handle", "429", "500", "timeout")
+_DIRECTIVE = re.compile(r"<<fault:(\w+):(\w+)(?::(\w+))?>>")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
+_STOPWORDS = frozenset(
+    re.split(
+        r"\s+",
+        "the and for are but not you your with this that have has had was were will would can could "
+        "our out all any she her his him they them their there then than what when where who why how "
+        "about into from just very really also some been being its it's i'm i've we're don't",
+    )
+)
+
+
+def words(text: str) -> list[str]:
+    """Content words in order, lowercased, without fault directives or stopwords."""
+    text = _DIRECTIVE.sub(" ", text)
+    return [w.lower() for w in _WORD.findall(text) if w.lower() not in _STOPWORDS]
+
+
+@dataclass
+class Seen:
+    """One chat request as the server saw it."""
+
+    stage: str
+    fault: str | None
+    status: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class StandInState:
+    latency_s: float = 0.0
+    timeout_sleep_s: float = 5.0
+    embed_dim: int = 48
+    seen: list[Seen] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    fault_counts: collections.Counter[tuple[str, str, str]] = field(default_factory=collections.Counter)
+
+    def reset(self) -> None:
+        self.seen.clear()
+        self.fault_counts.clear()
+        self.in_flight = self.max_in_flight = 0
+
+    def ok(self, stage: str | None = None) -> list[Seen]:
+        return [s for s in self.seen if s.status == 200 and (stage is None or s.stage == stage)]
+
+    def count(self, stage: str, fault: str | None = None) -> int:
+        return sum(1 for s in self.seen if s.stage == stage and s.fault == fault)
+
+    def take_fault(self, stage: str, text: str) -> str | None:
+        """The fault to inject for this request, if the item's directive still has uses left."""
+        for d_stage, kind, times in _DIRECTIVE.findall(text):
+            if d_stage != stage:
+                continue
+            key = (stage, kind, hashlib.sha1(text.encode()).hexdigest())
+            limit = math.inf if times == "all" else int(times or 1)
+            if self.fault_counts[key] < limit:
+                self.fault_counts[key] += 1
+                return kind
+        return None
+
+
+# --- plausible answers --------------------------------------------------------------------------------
+
+
+def answer_note(inp: dict[str, Any]) -> dict[str, Any]:
+    terms = list(dict.fromkeys(words(inp["content"])))[:6] or ["smalltalk"]
+    who = inp.get("speaker") or "Someone"
+    return {"keywords": terms, "tags": sorted({"dialogue", terms[0]}),
+            "context": f"{who} talks about {', '.join(terms[:3])}."}
+
+
+def answer_link(inp: dict[str, Any]) -> dict[str, Any]:
+    mine = set(words(inp["note"]["content"]))
+    links = []
+    for cand in inp["candidates"]:
+        shared = sorted(mine & set(words(cand["content"])))
+        if shared:
+            links.append({"handle": cand["handle"], "reason": f"both mention {shared[0]}"})
+    return {"links": links}
+
+
+def _supersedes(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Same speaker, same first three words, different rest: 'I live in Paris' -> 'I live in Berlin'."""
+    a, b = new["content"].lower().split(), old["content"].lower().split()
+    return new.get("speaker") == old.get("speaker") and len(a) > 3 and a[:3] == b[:3] and a[3:] != b[3:]
+
+
+def answer_evolve(inp: dict[str, Any]) -> dict[str, Any]:
+    note = inp["note"]
+    mine = words(note["content"])
+    updates = []
+    for nb in inp["neighbours"]:
+        extra = next((w for w in mine if w not in nb["tags"]), None)
+        updates.append({
+            "handle": nb["handle"],
+            "context": f"{nb['context']} Later related: {' '.join(mine[:2])}.".strip(),
+            "keywords": None,
+            "tags": nb["tags"] + ([extra] if extra else []),
+            "supersedes": _supersedes(note, nb),
+            "reason": "new related note",
+        })
+    return {"updates": updates}
+
+
+ANSWERS = {"note": answer_note, "link": answer_link, "evolve": answer_evolve}
+
+
+_LIST_KEY = {"note": "keywords", "link": "links", "evolve": "updates"}
+
+
+def corrupt(stage: str, kind: str, answer: dict[str, Any]) -> str:
+    """The answer text for a content fault (malformed, missing, wrong_type, unknown_handle)."""
+    if kind == "malformed":
+        return json.dumps(answer)[:-7] + ' "oops'
+    if kind == "missing":
+        del answer["context" if stage == "note" else _LIST_KEY[stage]]
+    elif kind == "wrong_type" and stage == "note":
+        answer["keywords"] = ", ".join(answer["keywords"])
+    elif kind == "wrong_type":
+        bad = {"handle": "0", "reason": "x"} if stage == "link" else {
+            "handle": 0, "reason": "x", "context": None, "keywords": None, "tags": None, "supersedes": "yes"}
+        answer[_LIST_KEY[stage]] = [bad]
+    elif kind == "unknown_handle" and stage != "note":
+        extra: dict[str, Any] = {"handle": 99, "reason": "hallucinated"}
+        if stage == "evolve":
+            extra |= {"context": "x", "keywords": None, "tags": None, "supersedes": False}
+        answer[_LIST_KEY[stage]].append(extra)
+    return json.dumps(answer)
+
+
+# --- ASGI app -------------------------------------------------------------------------------------------
+
+
+class StandInApp:
+    """The ASGI application; all state in `self.state`."""
+
+    def __init__(self, state: StandInState) -> None:
+        self.state = state
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        status, payload, headers = await self._route(scope["path"], body)
+        raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        head = [(b"content-type", b"application/json"), *headers]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": raw})
+
+    async def _route(self, path: str, body: bytes) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "stand-in", "object": "model"}]}, []
+        if path == "/v1/chat/completions":
+            return await self._tracked(self._chat, json.loads(body))
+        if path == "/v1/embeddings":
+            return await self._tracked(self._embeddings, json.loads(body))
+        return 404, {"error": {"message": f"no route {path}"}}, []
+
+    async def _tracked(self, handler: Any, request: dict[str, Any]) -> Any:
+        state = self.state
+        state.in_flight += 1
+        state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            return await handler(request)
+        finally:
+            state.in_flight -= 1
+
+    async def _fault_status(self, kind: str | None) -> tuple[int, Any, list[tuple[bytes, bytes]]] | None:
+        if kind == "429":
+            return 429, {"error": {"message": "too many requests"}}, [(b"retry-after", b"0")]
+        if kind == "500":
+            return 500, {"error": {"message": "internal error"}}, []
+        if kind == "timeout":
+            await asyncio.sleep(self.state.timeout_sleep_s)
+        return None
+
+    async def _chat(self, request: dict[str, Any]) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
+        stage = request["response_format"]["json_schema"]["name"].removeprefix("amem_")
+        inp = json.loads(request["messages"][1]["content"])
+        note_text = inp["content"] if stage == "note" else inp["note"]["content"]
+        kind = self.state.take_fault(stage, note_text)
+        await asyncio.sleep(self.state.latency_s)
+        if (failed := await self._fault_status(kind)) is not None:
+            self.state.seen.append(Seen(stage, kind, failed[0]))
+            return failed
+        answer = ANSWERS[stage](inp)
+        text = corrupt(stage, kind, answer) if kind in FAULTS[:4] else json.dumps(answer)
+        prompt_tokens = sum(len(m["content"]) for m in request["messages"]) // 4 + 1
+        completion_tokens = len(text) // 4 + 1
+        self.state.seen.append(Seen(stage, kind, 200, prompt_tokens, completion_tokens))
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        return 200, {"id": "cmpl-standin", "object": "chat.completion", "choices": [choice], "usage": usage}, []
+
+    async def _embeddings(self, request: dict[str, Any]) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        kind = next((k for t in texts if (k := self.state.take_fault("embed", t))), None)
+        await asyncio.sleep(self.state.latency_s)
+        if (failed := await self._fault_status(kind)) is not None:
+            self.state.seen.append(Seen("embed", kind, failed[0]))
+            return failed
+        tokens = sum(len(t) for t in texts) // 4 + 1
+        self.state.seen.append(Seen("embed", kind, 200, tokens))
+        data = [{"object": "embedding", "index": i, "embedding": embed(t, self.state.embed_dim)}
+                for i, t in enumerate(texts)]
+        # Shuffled order: clients must sort by `index`, as the protocol says.
+        return 200, {"object": "list", "data": data[::-1], "usage": {"prompt_tokens": tokens}}, []
+
+
+def embed(text: str, dim: int) -> list[float]:
+    """Deterministic bag-of-words hashing vector, deliberately not normalised."""
+    vector = [0.0] * dim
+    for word in words(text) or ["empty"]:
+        vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % dim] += 1.0
+    vector[0] += 0.5
+    return vector
+
+
+# --- running it -------------------------------------------------------------------------------------
+
+
+class StandIn:
+    """The stand-in app served by uvicorn on 127.0.0.1:<ephemeral> in a daemon thread."""
+
+    def __init__(self, **state: Any) -> None:
+        import uvicorn
+
+        self.state = StandInState(**state)
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        config = uvicorn.Config(StandInApp(self.state), log_level="error", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=1, backlog=4096)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> StandIn:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("stand-in LLM server did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+
+def dead_url() -> str:
+    """A loopback URL where nothing listens (connection refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+try:
+    import pytest
+except ImportError:  # the bench runs this file as a script, where pytest may be absent
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture(scope="session")
+    def _stand_in() -> Iterator[StandIn]:
+        server = StandIn(timeout_sleep_s=2.0).start()
+        yield server
+        server.stop()
+
+    @pytest.fixture
+    def llm_server(_stand_in: StandIn) -> StandIn:
+        """The session's stand-in server, with its log, faults and latency reset for this test."""
+        _stand_in.state.reset()
+        _stand_in.state.latency_s = 0.0
+        return _stand_in
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.1, help="seconds per request")
+    args = parser.parse_args(argv)
+    server = StandIn(latency_s=args.latency).start()
+    print(server.url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

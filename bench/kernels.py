@@ -8,6 +8,7 @@ CUDA machine it adds masked_topk on the GPU with the torch and the Triton backen
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import sys
@@ -18,6 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):
     sys.path[0] = str(ROOT)  # run as a path, bench/ would shadow the kernels package with this file
+# faiss, torch and numpy's BLAS each keep OpenMP threads that busy-wait after a call; on a small
+# machine they steal each other's cores and the timings swing up to 20x. Sleeping threads fix that.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
@@ -31,7 +35,9 @@ DENSITIES = (1.0, 0.1)  # share of rows allowed: whole index, or a tenant-like f
 DIM, K = 256, 10
 
 
-def time_ms(fn: Callable[[], object], sync: Callable[[], None] = lambda: None, repeats: int = 7) -> float:
+def time_ms(fn: Callable[[], object], sync: Callable[[], None] = lambda: None, repeats: int = 15) -> float:
+    # OpenBLAS workers spin ~0.1 s after a call even with OMP_WAIT_POLICY=PASSIVE: let them settle.
+    time.sleep(0.3)
     fn()  # warm-up: lazy init, kernel compilation, page faults
     sync()
     samples = []
@@ -113,6 +119,7 @@ def environment() -> dict:
         "faiss": faiss.__version__,
         "torch_threads": torch.get_num_threads(),
         "faiss_threads": faiss.omp_get_max_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "triton": triton_available(),
         "dim": DIM,

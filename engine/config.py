@@ -36,10 +36,12 @@ class Config:
     # --- write path -----------------------------------------------------------
     k_neighbours: int = 10
     """Candidates offered to the link judge for every new note (A-MEM's k)."""
-    link_threshold: float = 0.62
+    link_threshold: float = 0.75
     """Embedded judge: cosine at or above which a candidate is linked without shared keywords."""
-    link_keyword_threshold: float = 0.45
+    link_keyword_threshold: float = 0.55
     """Embedded judge: cosine at or above which two shared keywords are enough for a link."""
+    max_links: int = 3
+    """Most links the embedded judge makes per new note (the strongest candidates win)."""
     dedup_threshold: float = 0.97
     """Cosine at or above which a same-speaker note with near-identical words is merged, not stored."""
     dedup_jaccard: float = 0.85
@@ -49,12 +51,12 @@ class Config:
     """Content past this is stored whole but truncated, with a marker, for the encoder and the LLM."""
 
     # --- recall ---------------------------------------------------------------
-    lexical_weight: float = 0.5
+    lexical_weight: float = 0.7
     """Weight of BM25 in the hybrid score (0 = dense only)."""
     expand_links: bool = True
-    expand_min_score: float = 0.5
+    expand_min_score: float = 0.8
     """A hit's score (relative to the best hit) needed for its links to join the results."""
-    expand_decay: float = 0.8
+    expand_decay: float = 0.5
     recency_half_life_days: float | None = None
 
     # --- storage ----------------------------------------------------------------

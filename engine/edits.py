@@ -22,7 +22,7 @@ EDITABLE = {"content": str, "speaker": str, "context": str, "keywords": list, "t
 def update(tm: TenantMemory, pipeline: WritePipeline, note_id: str,
            fields: dict[str, Any]) -> tuple[ChangeSet, Note]:
     before = tm.get(note_id)
-    after = copy.deepcopy(before)
+    after = before.copy()
     for name, value in fields.items():
         kind = EDITABLE.get(name)
         if kind is None:
@@ -35,7 +35,7 @@ def update(tm: TenantMemory, pipeline: WritePipeline, note_id: str,
 
 def invalidate(tm: TenantMemory, note_id: str, at: datetime | None) -> tuple[ChangeSet, Note]:
     before = tm.get(note_id)
-    after = copy.deepcopy(before)
+    after = before.copy()
     now = utcnow()
     after.invalid_at = at or now
     after.expired_at = now
@@ -48,9 +48,9 @@ def rollback(tm: TenantMemory, pipeline: WritePipeline, note_id: str, version: i
     if past is None:
         known = [v.version for v in tm.history.get(note_id, [])]
         raise NotFound(f"note {note_id!r} has no version {version} (kept: {known})")
-    after = copy.deepcopy(past.note)
+    after = past.note.copy()
     after.version = before.version  # _changed bumps it: a rollback is a new version, history stays linear
-    after.links = copy.deepcopy(before.links)
+    after.links = list(before.links)
     vec = np.asarray(past.embedding, dtype=np.float32) if past.embedding else pipeline.encode_notes([after])[0]
     return _changed(tm, before, after, "rollback", vec, cause=f"version {version}"), after
 

@@ -3,7 +3,9 @@
 - note:   keywords = salient words (frequency, proper-noun and length bonuses, no stopwords);
           tags = the topics whose prototype sentence is closest to the content in embedding space;
           context = one sentence naming who speaks, about what, when, under which topics.
-- link:   a candidate is linked when its cosine to the new note reaches `link_threshold`, or when they share
+- note:   the context also names what the interaction replies to (the previous turn's speaker and keywords),
+          since a chat turn alone ("Yes, last Tuesday!") often says little.
+- link:   at most `max_links` of the strongest candidates; a candidate is linked when its cosine to the new note reaches `link_threshold`, or when they share
           two or more keywords (or a proper name) and the cosine reaches `link_keyword_threshold`, or when
           the new note supersedes the candidate's fact (engine.facts).
 - evolve: every linked neighbour gains the new note's leading keywords it lacks, the new note's tags, and
@@ -75,6 +77,9 @@ class EmbeddedAnnotator:
         about = ", ".join(kws[:4]) or "a short remark"
         when = item.timestamp.strftime("%d %B %Y")
         context = f"{who} talks about {about} on {when}; topics: {', '.join(tags)}."
+        if item.previous:
+            prev_who, _, prev_text = item.previous.partition(": ")
+            context += f" In reply to {prev_who} about {', '.join(keywords(prev_text, 4)) or 'a remark'}."
         return Annotation(keywords=kws, tags=tags, context=context, annotated_by=self.name)
 
     # --- stage: link ----------------------------------------------------------
@@ -84,11 +89,11 @@ class EmbeddedAnnotator:
     def _judge(self, req: LinkRequest) -> list[LinkChoice]:
         new_kw = _stems(req.note.keywords)
         chosen = []
-        for cand in req.candidates:
+        for cand in sorted(req.candidates, key=lambda c: -c.score):
             reason = self._link_reason(req.note, new_kw, cand.note, cand.score)
             if reason:
                 chosen.append(LinkChoice(target=cand.note.id, reason=reason))
-        return chosen
+        return chosen[: self.config.max_links]
 
     def _link_reason(self, new: Note, new_kw: dict[str, str], old: Note, score: float) -> str | None:
         replaced = facts.supersedes(old.content, old.speaker, new.content, new.speaker)

@@ -5,7 +5,6 @@ No I/O and no model here: each function takes notes and returns changed copies p
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 
 from engine.note import Note, NoteVersion
@@ -14,13 +13,13 @@ from engine.schemas import NeighbourUpdate
 
 def snapshot_version(note: Note, stage: str, cause: str | None, at: datetime,
                      embedding: list[float] | None = None) -> NoteVersion:
-    return NoteVersion(note_id=note.id, version=note.version, note=copy.deepcopy(note),
+    return NoteVersion(note_id=note.id, version=note.version, note=note.copy(),
                        embedding=embedding or [], stage=stage, cause=cause, changed_at=at)
 
 
 def apply_update(note: Note, update: NeighbourUpdate, new: Note, at: datetime) -> tuple[Note, str | None]:
     """The neighbour after one evolution update by `new`; returns (note, stage) or (note, None) if unchanged."""
-    out = copy.deepcopy(note)
+    out = note.copy()
     if update.context is not None:
         out.context = update.context
     if update.keywords is not None:
@@ -48,7 +47,7 @@ def supersede(old: Note, new: Note, at: datetime) -> bool:
 
 def merge_duplicate(target: Note, occurrence: datetime, source_id: str | None, at: datetime) -> Note:
     """`target` after a near-identical interaction was folded into it."""
-    out = copy.deepcopy(target)
+    out = target.copy()
     out.occurrences.append(occurrence)
     if source_id:
         out.source_ids.append(source_id)

@@ -8,7 +8,7 @@ in snapshots, not on the Note, so notes stay cheap to copy and print.
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -89,6 +89,13 @@ class Note:
     def is_current(self) -> bool:
         return self.invalid_at is None
 
+    def copy(self) -> Note:
+        """An independent copy (lists and dicts copied one level: their items are immutable or replaced whole)."""
+        out = replace(self)
+        out.keywords, out.tags, out.links = list(self.keywords), list(self.tags), list(self.links)
+        out.metadata, out.source_ids, out.occurrences = dict(self.metadata), list(self.source_ids), list(self.occurrences)
+        return out
+
     def link_targets(self) -> list[str]:
         return [link.target for link in self.links]
 
@@ -131,6 +138,9 @@ class Interaction:
     metadata: dict[str, Any] = field(default_factory=dict)
     source_id: str | None = None
     """Stable id of the input (file+line, or caller-given) so re-ingesting the same log skips it."""
+    previous: str | None = None
+    """The interaction just before this one in the tenant's conversation ("speaker: text"), set by the
+    pipeline so the note stage can say what this one answers."""
 
 
 @dataclass(slots=True)

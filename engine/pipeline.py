@@ -100,6 +100,7 @@ class WritePipeline:
 
     # --- stages 1-2: annotate all, encode all ----------------------------------------
     def _build(self, batch: _Batch, items: list[Interaction]) -> None:
+        _thread(batch.tm, items)
         annotations = self.annotator.annotate(items) if items else []
         for item, ann in zip(items, annotations, strict=True):
             batch.new.append(Note(
@@ -197,6 +198,16 @@ class WritePipeline:
         upserts += [(n, fresh_vecs[n.id] if n.id in fresh_vecs else batch.tm.vector(n.id))
                     for n in batch.changed.values()]
         return ChangeSet(upserts=upserts, versions=batch.versions)
+
+
+def _thread(tm: TenantMemory, items: list[Interaction]) -> None:
+    """Give every interaction (in time order) the one before it in the tenant's conversation."""
+    last = tm.latest
+    previous = f"{last.speaker or 'someone'}: {last.content}" if last is not None else None
+    for item in items:
+        if item.previous is None and (last is None or last.timestamp <= item.timestamp):
+            item.previous = previous
+        previous = f"{item.speaker or 'someone'}: {item.content}"
 
 
 def _needs_encoding(tm: TenantMemory, note: Note) -> bool:

@@ -27,9 +27,9 @@ class Recipe:
     as_of: datetime | None = None
     include_superseded: bool = False
     expand_links: bool = True
-    lexical_weight: float = 0.5
-    expand_min_score: float = 0.5
-    expand_decay: float = 0.8
+    lexical_weight: float = 0.7
+    expand_min_score: float = 0.8
+    expand_decay: float = 0.5
     recency_half_life_days: float | None = None
 
     @classmethod

@@ -37,7 +37,8 @@ class TenantStorage:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._lock = StoreLock(self.folder / "LOCK")
             self._lock.acquire()
-        self._wal = WriteAheadLog(self.folder / "wal.log") if config.wal and self._writable_or_exists() else None
+        self._wal = (WriteAheadLog(self.folder / "wal.log", read_only=self.read_only)
+                     if config.wal and self._writable_or_exists() else None)
         self.seq = 0
         self._since_snapshot = 0
 

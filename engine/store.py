@@ -27,6 +27,8 @@ class TenantMemory:
         self.history: dict[str, list[NoteVersion]] = defaultdict(list)
         self.sources: dict[str, str] = {}
         """Interaction source id -> note id, so re-ingesting a log skips what is stored."""
+        self.latest: Note | None = None
+        """The note with the newest timestamp: what the next interaction most likely replies to."""
         self._visible_from = np.zeros(0)
         self._invalid_at = np.zeros(0)
 
@@ -59,6 +61,8 @@ class TenantMemory:
                 self.backlinks[target].add(note.id)
             for source in note.source_ids:
                 self.sources[source] = note.id
+            if self.latest is None or note.timestamp >= self.latest.timestamp:
+                self.latest = note
         slots = self.index.upsert([n.id for n in notes], vectors)
         self._grow_validity()
         for note, slot in zip(notes, slots, strict=True):
@@ -115,4 +119,4 @@ class TenantMemory:
 
 
 def lexical_text(note: Note) -> str:
-    return " ".join([note.speaker or "", note.content, " ".join(note.keywords), " ".join(note.tags)])
+    return " ".join([note.speaker or "", note.content, " ".join(note.keywords), " ".join(note.tags), note.context])

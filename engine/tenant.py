@@ -22,12 +22,15 @@ _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _SHOWN = 60  # how much of a bad name an error message repeats
 
 
-def validate_tenant(name: str, *, where: str | None = None) -> str:
-    """Return `name` unchanged if it is a valid tenant name, else raise TenantError saying why."""
+def validate_tenant(name: str, *, where: str | None = None, field: str = "tenant") -> str:
+    """Return `name` unchanged if it is a valid tenant name, else raise TenantError saying why.
+
+    `where` and `field` only label the error (a chat log passes its file:line).
+    """
     if not isinstance(name, str):
-        raise TenantError(f"tenant name must be a string, got {type(name).__name__}", where=where, field="tenant")
+        raise TenantError(f"tenant name must be a string, got {type(name).__name__}", where=where, field=field)
     if not _TENANT.fullmatch(name) or ".." in name:
-        raise TenantError(f"invalid tenant name {_shown(name)}: {_why(name)}", where=where, field="tenant")
+        raise TenantError(f"invalid tenant name {_shown(name)}: {_why(name)}", where=where, field=field)
     return name
 
 

@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+
+from engine.errors import NotFound
+from engine.index import VectorIndex
+
+
+def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    v = rng.standard_normal((n, d)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_search_matches_brute_force() -> None:
+    rng = np.random.default_rng(0)
+    db, q = _unit(rng, 500, 32), _unit(rng, 7, 32)
+    ix = VectorIndex(32)
+    ix.upsert([f"n{i}" for i in range(500)], db)
+    for row, hits in zip(q, ix.search(q, 10), strict=True):
+        expected = np.argsort(-(db @ row))[:10]
+        assert [s for s, _ in hits] == list(expected)
+
+
+def test_update_overwrites_row_in_place() -> None:
+    rng = np.random.default_rng(1)
+    v = _unit(rng, 3, 16)
+    ix = VectorIndex(16)
+    slots = ix.upsert(["a", "b"], v[:2])
+    assert ix.upsert(["a"], v[2:3]) == [slots[0]]
+    assert ix.num_slots == 2
+    np.testing.assert_array_equal(ix.vector("a"), v[2])
+    assert ix.search(v[2:3], 1)[0][0][0] == slots[0]
+
+
+def test_remove_frees_slot_and_hides_it() -> None:
+    rng = np.random.default_rng(2)
+    v = _unit(rng, 3, 8)
+    ix = VectorIndex(8)
+    ix.upsert(["a", "b"], v[:2])
+    ix.remove(["a"])
+    assert [s for s, _ in ix.search(v[:1], 5)[0]] == [1]
+    with pytest.raises(NotFound):
+        ix.vector("a")
+    assert ix.upsert(["c"], v[2:3]) == [0]  # the freed slot is reused
+    assert len(ix) == 2
+
+
+def test_mask_restricts_results() -> None:
+    rng = np.random.default_rng(3)
+    v = _unit(rng, 6, 8)
+    ix = VectorIndex(8)
+    ix.upsert([str(i) for i in range(6)], v)
+    mask = np.array([False, True, False, True, False, False])
+    assert {s for s, _ in ix.search(v[:1], 6, mask)[0]} == {1, 3}
+    assert ix.search(v[:1], 3, np.zeros(6, dtype=bool)) == [[]]

@@ -48,6 +48,7 @@ from engine.chatparse import (
     ChatRecord,
     Rejected,
     jsonl_items,
+    jsonl_lines,
     load_locomo,
     locomo_items,
     parse_locomo_time,
@@ -137,8 +138,7 @@ def count_records(path: Path, fmt: Format = "auto") -> int:
     """Records in the file, for a progress bar; nothing is validated, so bad records count too."""
     path = Path(path)
     if _resolve_format(path, fmt) == "jsonl":
-        with reading(path), open(path, "rb") as f:
-            return sum(1 for raw in f if raw.strip() and raw.strip() != BOM)
+        return sum(1 for _ in jsonl_lines(path))
     conversations = [s.get("conversation") for s in load_locomo(path) if isinstance(s, dict)]
     return sum(len(turns) for c in conversations if isinstance(c, dict)
                for key, turns in c.items() if SESSION_KEY.fullmatch(key) and isinstance(turns, list))

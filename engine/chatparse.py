@@ -68,17 +68,22 @@ def source_id_for(name: str, position: str, content: str, timestamp: datetime, s
 
 
 # --- JSONL ---------------------------------------------------------------------------
-def jsonl_items(path: Path, max_chars: int | None) -> Generator[ChatRecord | Rejected, None, None]:
+def jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without its end) of every non-blank line; a BOM on line 1 is dropped."""
     with reading(path), open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             line = raw.rstrip(b"\n").rstrip(b"\r")
             line = line.removeprefix(BOM) if number == 1 else line
-            if not line.strip():
-                continue
-            try:
-                yield _jsonl_record(line, path, number, max_chars)
-            except InputError as exc:
-                yield Rejected(exc, number, line)
+            if line.strip():
+                yield number, line
+
+
+def jsonl_items(path: Path, max_chars: int | None) -> Generator[ChatRecord | Rejected, None, None]:
+    for number, line in jsonl_lines(path):
+        try:
+            yield _jsonl_record(line, path, number, max_chars)
+        except InputError as exc:
+            yield Rejected(exc, number, line)
 
 
 def _jsonl_record(line: bytes, path: Path, number: int, max_chars: int | None) -> ChatRecord:
@@ -93,7 +98,8 @@ def _jsonl_record(line: bytes, path: Path, number: int, max_chars: int | None) -
     if metadata is not None and not isinstance(metadata, dict):
         raise InputError(f"metadata must be an object, got {_json_type(metadata)}", where=where, field="metadata")
     source_id = _caller_id(obj.get("id"), where) or source_id_for(path.name, str(number), content, timestamp, speaker)
-    interaction = Interaction(content, timestamp, speaker, dict(metadata or {}), source_id)
+    interaction = Interaction(content=content, timestamp=timestamp, speaker=speaker,
+                              metadata=dict(metadata or {}), source_id=source_id)
     return ChatRecord(interaction, tenant, where)
 
 
@@ -286,7 +292,9 @@ def _locomo_record(path: Path, tenant: str, number: int, index: int, turn: Any, 
     content = _content(" ".join(parts), "text", where, max_chars)
     source_id = source_id_for(path.name, f"{tenant}:{turn['dia_id']}", content, at, turn["speaker"])
     metadata = {"dia_id": turn["dia_id"], "session": number}
-    return ChatRecord(Interaction(content, at, turn["speaker"], metadata, source_id), tenant, where)
+    interaction = Interaction(content=content, timestamp=at, speaker=turn["speaker"], metadata=metadata,
+                              source_id=source_id)
+    return ChatRecord(interaction, tenant, where)
 
 
 def parse_locomo_time(value: Any, *, where: str | None = None, field: str = "date_time") -> datetime:

@@ -11,7 +11,7 @@ import numpy as np
 from engine.changes import ChangeSet
 from engine.errors import InputError, NotFound
 from engine.evolution import snapshot_version
-from engine.note import Note
+from engine.note import Interaction, Note
 from engine.pipeline import WritePipeline
 from engine.store import TenantMemory
 from engine.timeutil import utcnow
@@ -53,6 +53,20 @@ def rollback(tm: TenantMemory, pipeline: WritePipeline, note_id: str, version: i
     after.links = list(before.links)
     vec = np.asarray(past.embedding, dtype=np.float32) if past.embedding else pipeline.encode_notes([after])[0]
     return _changed(tm, before, after, "rollback", vec, cause=f"version {version}"), after
+
+
+def reannotate(tm: TenantMemory, pipeline: WritePipeline, notes: list[Note]) -> ChangeSet:
+    """New keywords, tags and context from the annotator for `notes`; unchanged fallbacks are skipped."""
+    items = [Interaction(content=n.content, timestamp=n.timestamp, speaker=n.speaker) for n in notes]
+    changes = ChangeSet()
+    for before, ann in zip(notes, pipeline.annotator.annotate(items), strict=True):
+        if ann.annotated_by == "embedded-fallback":
+            continue
+        after = before.copy()
+        after.keywords, after.tags, after.context, after.annotated_by = ann.keywords, ann.tags, ann.context, \
+            ann.annotated_by
+        changes.extend(_changed(tm, before, after, "reannotate", pipeline.encode_notes([after])[0]))
+    return changes
 
 
 def delete(tm: TenantMemory, note_id: str) -> tuple[ChangeSet, None]:

@@ -93,7 +93,20 @@ class Memory:
 
     def delete(self, note_id: str, tenant: str = "default") -> None:
         """Hard delete (privacy): gone from index, graph, history and the next snapshot."""
-        self._edit(tenant, lambda s: edits.delete(s, note_id))
+        t = self._tenant(tenant)
+        with t.lock:
+            self._edit(tenant, lambda s: edits.delete(s, note_id))
+            if t.storage is not None:
+                t.storage.checkpoint(t.state, purge=True)
+
+    def reannotate(self, tenant: str = "default", batch_size: int = 256) -> int:
+        """Redo the note stage for notes whose LLM annotation fell back to the embedded one."""
+        t = self._tenant(tenant)
+        with t.lock:
+            todo = [n for n in t.state.notes.values() if n.annotated_by == "embedded-fallback"]
+            for i in range(0, len(todo), batch_size):
+                self._commit(t, edits.reannotate(t.state, self.pipeline, todo[i : i + batch_size]))
+        return sum(1 for n in todo if t.state.notes[n.id].annotated_by != "embedded-fallback")
 
     def _edit(self, tenant: str, make: Any) -> Any:
         t = self._tenant(tenant)

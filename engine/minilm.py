@@ -42,7 +42,9 @@ class BertConfig:
         sbert = json.loads((model_dir / "sentence_bert_config.json").read_text())
         pooling = json.loads((model_dir / "1_Pooling" / "config.json").read_text())
         if not pooling.get("pooling_mode_mean_tokens") or bert.get("hidden_act") != "gelu":
-            raise ConfigError(f"{model_dir}: expected mean pooling and gelu; this loader implements only those")
+            raise ConfigError(
+                f"{model_dir}: expected mean pooling and gelu; this loader implements only those"
+            )
         return cls(
             hidden=bert["hidden_size"],
             heads=bert["num_attention_heads"],
@@ -57,7 +59,9 @@ class MiniLMEncoder:
 
     name = "minilm"
 
-    def __init__(self, device: str = "cpu", batch_size: int = BATCH_SIZE, batch_tokens: int = BATCH_TOKENS) -> None:
+    def __init__(
+        self, device: str = "cpu", batch_size: int = BATCH_SIZE, batch_tokens: int = BATCH_TOKENS
+    ) -> None:
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
@@ -126,7 +130,9 @@ def _encoder_layer(w: Weights, p: str, cfg: BertConfig, x: torch.Tensor, keep: t
 
     context = F.scaled_dot_product_attention(heads("query"), heads("key"), heads("value"), attn_mask=keep)
     context = context.transpose(1, 2).reshape(batch, seq, hidden)
-    x = _norm(w, f"{p}.attention.output.LayerNorm", x + _linear(w, f"{p}.attention.output.dense", context), cfg.eps)
+    x = _norm(
+        w, f"{p}.attention.output.LayerNorm", x + _linear(w, f"{p}.attention.output.dense", context), cfg.eps
+    )
     inner = F.gelu(_linear(w, f"{p}.intermediate.dense", x))  # exact erf GELU, as BERT's "gelu"
     return _norm(w, f"{p}.output.LayerNorm", x + _linear(w, f"{p}.output.dense", inner), cfg.eps)
 
@@ -172,7 +178,11 @@ def _load(device: str):  # type: ignore[no-untyped-def]  # (BertConfig, Tokenize
 
 
 def _check_weights(weights: Weights, cfg: BertConfig, path: Path) -> None:
-    names = ["embeddings.word_embeddings", "embeddings.position_embeddings", "embeddings.token_type_embeddings"]
+    names = [
+        "embeddings.word_embeddings",
+        "embeddings.position_embeddings",
+        "embeddings.token_type_embeddings",
+    ]
     names += ["embeddings.LayerNorm"]
     for layer in range(cfg.layers):
         p = f"encoder.layer.{layer}"

@@ -84,14 +84,16 @@ class TenantStorage:
     def should_checkpoint(self) -> bool:
         return self._since_snapshot >= self.config.snapshot_every
 
-    def checkpoint(self, tm: TenantMemory) -> None:
-        if self.read_only or self._since_snapshot == 0:
+    def checkpoint(self, tm: TenantMemory, purge: bool = False) -> None:
+        """Snapshot now. `purge` (after a hard delete) also drops the fallback snapshot and the whole log,
+        so no copy of deleted content stays on disk."""
+        if self.read_only or (self._since_snapshot == 0 and not purge):
             return
         previous = [int(p.name.split("-")[1]) for p in snapshots_newest_first(self.folder)]
         write_snapshot(self.folder, tm, self.seq, self.encoder)
-        prune_snapshots(self.folder, keep=2)
+        prune_snapshots(self.folder, keep=1 if purge else 2)
         if self._wal is not None:
-            self._wal.truncate(upto_seq=previous[0] if previous else 0)
+            self._wal.truncate(upto_seq=self.seq if purge or not previous else previous[0])
         self._since_snapshot = 0
 
     def close(self, tm: TenantMemory | None) -> None:

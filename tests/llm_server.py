@@ -34,7 +34,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-FAULTS = ("malformed", "missing", "wrong_type", "unknown_handle", "429", "500", "timeout")
+CONTENT_FAULTS = ("malformed", "missing", "wrong_type", "unknown_handle")
+_STATUS_FAULTS = ("429", "500", "timeout")
+FAULTS = CONTENT_FAULTS + _STATUS_FAULTS
 _DIRECTIVE = re.compile(r"<<fault:(\w+):(\w+)(?::(\w+))?>>")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 _STOPWORDS = frozenset(
@@ -70,6 +72,7 @@ class StandInState:
     timeout_sleep_s: float = 5.0
     embed_dim: int = 48
     seen: list[Seen] = field(default_factory=list)
+    """Every request, in arrival order; status 0 marks an injected 429 / 500 / timeout."""
     in_flight: int = 0
     max_in_flight: int = 0
     fault_counts: collections.Counter[tuple[str, str, str]] = field(default_factory=collections.Counter)
@@ -77,7 +80,7 @@ class StandInState:
     def reset(self) -> None:
         self.seen.clear()
         self.fault_counts.clear()
-        self.in_flight = self.max_in_flight = 0
+        self.max_in_flight = self.in_flight  # requests of an earlier test may still sleep in a timeout
 
     def ok(self, stage: str | None = None) -> list[Seen]:
         return [s for s in self.seen if s.status == 200 and (stage is None or s.stage == stage)]
@@ -209,14 +212,14 @@ class StandInApp:
         finally:
             state.in_flight -= 1
 
-    async def _fault_status(self, kind: str | None) -> tuple[int, Any, list[tuple[bytes, bytes]]] | None:
+    async def _fault_status(self, kind: str) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
+        """The error response for a status fault; a timeout sleeps past the client's patience first."""
         if kind == "429":
             return 429, {"error": {"message": "too many requests"}}, [(b"retry-after", b"0")]
         if kind == "500":
             return 500, {"error": {"message": "internal error"}}, []
-        if kind == "timeout":
-            await asyncio.sleep(self.state.timeout_sleep_s)
-        return None
+        await asyncio.sleep(self.state.timeout_sleep_s)
+        return 504, {"error": {"message": "too late"}}, []
 
     async def _chat(self, request: dict[str, Any]) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
         stage = request["response_format"]["json_schema"]["name"].removeprefix("amem_")
@@ -224,11 +227,11 @@ class StandInApp:
         note_text = inp["content"] if stage == "note" else inp["note"]["content"]
         kind = self.state.take_fault(stage, note_text)
         await asyncio.sleep(self.state.latency_s)
-        if (failed := await self._fault_status(kind)) is not None:
-            self.state.seen.append(Seen(stage, kind, failed[0]))
-            return failed
+        if kind in _STATUS_FAULTS:
+            self.state.seen.append(Seen(stage, kind, 0))
+            return await self._fault_status(kind)
         answer = ANSWERS[stage](inp)
-        text = corrupt(stage, kind, answer) if kind in FAULTS[:4] else json.dumps(answer)
+        text = corrupt(stage, kind, answer) if kind in CONTENT_FAULTS else json.dumps(answer)
         prompt_tokens = sum(len(m["content"]) for m in request["messages"]) // 4 + 1
         completion_tokens = len(text) // 4 + 1
         self.state.seen.append(Seen(stage, kind, 200, prompt_tokens, completion_tokens))
@@ -241,9 +244,9 @@ class StandInApp:
         texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
         kind = next((k for t in texts if (k := self.state.take_fault("embed", t))), None)
         await asyncio.sleep(self.state.latency_s)
-        if (failed := await self._fault_status(kind)) is not None:
-            self.state.seen.append(Seen("embed", kind, failed[0]))
-            return failed
+        if kind in _STATUS_FAULTS:
+            self.state.seen.append(Seen("embed", kind, 0))
+            return await self._fault_status(kind)
         tokens = sum(len(t) for t in texts) // 4 + 1
         self.state.seen.append(Seen("embed", kind, 200, tokens))
         data = [{"object": "embedding", "index": i, "embedding": embed(t, self.state.embed_dim)}
@@ -304,6 +307,39 @@ def dead_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
+
+
+# --- test helpers -------------------------------------------------------------------------------------
+
+
+class StubFallback:
+    """A fallback annotator that answers recognisably and records what it was asked to do."""
+
+    name = "stub-embedded"
+
+    def __init__(self) -> None:
+        self.calls: collections.Counter[str] = collections.Counter()
+
+    def annotate(self, items: Any) -> list[Any]:
+        from engine.schemas import Annotation
+
+        self.calls["note"] += len(items)
+        return [Annotation(keywords=words(i.content)[:3] or ["none"], tags=["fallback"], context="fallback context")
+                for i in items]
+
+    def judge_links(self, requests: Any) -> list[list[Any]]:
+        from engine.schemas import LinkChoice
+
+        self.calls["link"] += len(requests)
+        return [[LinkChoice(target=r.candidates[0].note.id, reason="fallback")] if r.candidates else []
+                for r in requests]
+
+    def evolve(self, requests: Any) -> list[list[Any]]:
+        self.calls["evolve"] += len(requests)
+        return [[] for _ in requests]
+
+    def close(self) -> None:
+        pass
 
 
 try:

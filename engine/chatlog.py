@@ -63,6 +63,7 @@ __all__ = ["LOCOMO_TURN_SECONDS", "ChatLogReader", "ChatRecord", "count_records"
 Format = Literal["auto", "jsonl", "locomo"]
 OnError = Literal["fail", "skip"]
 MAX_KEPT_ERRORS = 100
+_GUESSED_LOCOMO = " (read as LoCoMo because the file starts with '['; pass fmt='jsonl' to read it line by line)"
 
 
 class ChatLogReader(Iterator[ChatRecord]):
@@ -81,7 +82,7 @@ class ChatLogReader(Iterator[ChatRecord]):
         self.errors: list[InputError] = []
         """The first MAX_KEPT_ERRORS errors of skipped records."""
         self._sink = _RejectSink(Path(rejects)) if rejects is not None else None
-        self._items = _items(self.path, self.fmt, max_content_chars)
+        self._items = _items(self.path, self.fmt, max_content_chars, guessed=fmt == "auto")
 
     def __next__(self) -> ChatRecord:
         for item in self._items:
@@ -126,7 +127,7 @@ def validate_chatlog(path: Path, fmt: Format = "auto", *, max_content_chars: int
                      max_errors: int | None = None) -> list[InputError]:
     """Every bad record's error (the first max_errors) from a full pass; [] means the file is clean."""
     errors: list[InputError] = []
-    for item in _items(Path(path), _resolve_format(Path(path), fmt), max_content_chars):
+    for item in _items(Path(path), _resolve_format(Path(path), fmt), max_content_chars, guessed=fmt == "auto"):
         if isinstance(item, Rejected):
             errors.append(item.error)
             if max_errors is not None and len(errors) >= max_errors:
@@ -139,7 +140,8 @@ def count_records(path: Path, fmt: Format = "auto") -> int:
     path = Path(path)
     if _resolve_format(path, fmt) == "jsonl":
         return sum(1 for _ in jsonl_lines(path))
-    conversations = [s.get("conversation") for s in load_locomo(path) if isinstance(s, dict)]
+    samples = load_locomo(path, _GUESSED_LOCOMO if fmt == "auto" else "")
+    conversations = [s.get("conversation") for s in samples if isinstance(s, dict)]
     return sum(len(turns) for c in conversations if isinstance(c, dict)
                for key, turns in c.items() if SESSION_KEY.fullmatch(key) and isinstance(turns, list))
 
@@ -159,8 +161,10 @@ def _resolve_format(path: Path, fmt: str) -> Format:
     return "locomo" if head.lstrip()[:1] == b"[" else "jsonl"
 
 
-def _items(path: Path, fmt: Format, max_chars: int | None) -> Generator[ChatRecord | Rejected, None, None]:
-    return jsonl_items(path, max_chars) if fmt == "jsonl" else locomo_items(path, max_chars)
+def _items(path: Path, fmt: Format, max_chars: int | None, guessed: bool) -> Generator[ChatRecord | Rejected, None, None]:
+    if fmt == "jsonl":
+        return jsonl_items(path, max_chars)
+    return locomo_items(path, max_chars, _GUESSED_LOCOMO if guessed else "")
 
 
 class _RejectSink:

@@ -221,27 +221,28 @@ def _json_type(value: Any) -> str:
 
 
 # --- LoCoMo --------------------------------------------------------------------------
-def load_locomo(path: Path) -> list[Any]:
+def load_locomo(path: Path, hint: str = "") -> list[Any]:
+    """The list of samples; InputError (with `hint` appended) if the file is not one."""
     with reading(path):
         data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError("not valid UTF-8", where=f"{path}:{line}") from exc
+        raise InputError(f"not valid UTF-8{hint}", where=f"{path}:{line}") from exc
     try:
         samples = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=f"{path}:{exc.lineno}") from exc
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno}){hint}", where=f"{path}:{exc.lineno}") from exc
     except (_NotStrictJson, ValueError, RecursionError) as exc:
-        raise InputError(f"invalid JSON: {exc}", where=str(path)) from exc
+        raise InputError(f"invalid JSON: {exc}{hint}", where=str(path)) from exc
     if not isinstance(samples, list):
         raise InputError(f"a LoCoMo file is a JSON list of samples, got {_json_type(samples)}", where=str(path))
     return samples
 
 
-def locomo_items(path: Path, max_chars: int | None) -> Generator[ChatRecord | Rejected, None, None]:
-    for index, sample in enumerate(load_locomo(path)):
+def locomo_items(path: Path, max_chars: int | None, hint: str = "") -> Generator[ChatRecord | Rejected, None, None]:
+    for index, sample in enumerate(load_locomo(path, hint)):
         where = f"{path}:sample {index}"
         try:
             if not isinstance(sample, dict):

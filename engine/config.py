@@ -42,8 +42,9 @@ class Config:
     """Embedded judge: cosine at or above which two shared keywords are enough for a link."""
     max_links: int = 3
     """Most links the embedded judge makes per new note (the strongest candidates win)."""
-    dedup_threshold: float = 0.97
-    """Cosine at or above which a same-speaker note with near-identical words is merged, not stored."""
+    dedup_threshold: float = 0.9
+    """Cosine (of embedding texts) at or above which a same-speaker note whose words are near-identical
+    (token Jaccard >= dedup_jaccard) is merged into the stored one instead of stored again."""
     dedup_jaccard: float = 0.85
     max_keywords: int = 12
     max_tags: int = 5

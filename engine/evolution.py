@@ -45,6 +45,18 @@ def supersede(old: Note, new: Note, at: datetime) -> bool:
     return True
 
 
+def carry_forward(new: Note, old: Note, reason: str) -> Note:
+    """The superseding note, with what it replaced named in its context and keywords.
+
+    A query phrased like the old fact ("where does she live?") should find the fact that replaced it
+    ("I moved to Seattle"), so the new note takes the old one's leading keywords.
+    """
+    out = new.copy()
+    out.context = f"{new.context} Updates an earlier fact ({reason or 'replaced'}): {old.content[:160]}"
+    out.keywords = list(dict.fromkeys(new.keywords + old.keywords[:4]))
+    return out
+
+
 def merge_duplicate(target: Note, occurrence: datetime, source_id: str | None, at: datetime) -> Note:
     """`target` after a near-identical interaction was folded into it."""
     out = target.copy()

@@ -43,7 +43,7 @@ EMAIL = r"(?P<value>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
 _FUNC = (r"(?!(?:is|are|was|were|be|been|has|have|had|the|a|an|my|our|your|his|her|their|its|this|that|and|"
          r"but|so|or|i|we|you|he|she|they|it|me|now|also|just|still|not|to|of|in|on|at|for|with|from|do|does|"
          r"did|will|got|new)\b)")
-NOUN = rf"(?P<what>(?:{_FUNC}[a-z'-]+\s+){{0,2}}?{_FUNC}[a-z-]+)"
+NOUN = rf"(?P<what>(?:{_FUNC}[a-z-]+\s+){{0,2}}?{_FUNC}[a-z-]+)(?!')"
 EVENTS = ("meeting|appointment|dinner|lunch|breakfast|brunch|flight|call|interview|party|wedding|reunion|game|"
           "concert|class|lesson|exam|test|session|presentation|deadline|trip|visit|checkup|check-up|surgery|"
           "reservation|standup|stand-up|review|demo|date|match|recital|ceremony|conference|workshop|shift|launch|"
@@ -51,7 +51,7 @@ EVENTS = ("meeting|appointment|dinner|lunch|breakfast|brunch|flight|call|intervi
           "closing|tour|graduation|race|marathon|seminar|lecture|sync|retreat|offsite|kickoff|cleaning|haircut|"
           "move|vacation|holiday|sleepover|shower|exhibition|premiere|screening|gig|show")
 _EV_OWNER = r"(?:(?P<owner>the|my|our|his|her|their|your|this|that|[a-z]+'s)\s+)?"
-EVENT = (rf"{_EV_OWNER}(?P<what>(?:{_FUNC}[a-z0-9'-]+\s+){{0,2}}?(?:{EVENTS})s?)\b"
+EVENT = (rf"{_EV_OWNER}(?P<what>(?:{_FUNC}[a-z0-9-]+\s+){{0,2}}?(?:{EVENTS})s?)\b(?!')"
          r"(?:\s+(?:to|with|for|from|at|in)\s+(?:[\w']+\s+){0,3}?[\w']+)??")
 PETS = (r"(?:dog|puppy|pup|cat|kitten|kitty|hamster|rabbit|bunny|parrot|bird|budgie|fish|goldfish|turtle|"
         r"tortoise|snake|lizard|gecko|horse|pony|guinea\s+pig|ferret|chinchilla|retriever|labrador|lab|poodle|"
@@ -120,6 +120,11 @@ def is_time(m: re.Match[str]) -> bool:
     return bool(_TIMEISH.search(_raw(m)))
 
 
+def is_place(m: re.Match[str]) -> bool:
+    """'moved to Seattle', not 'moved to Friday' (a rescheduled event without its noun)."""
+    return not _TIMEISH.search(re.sub(r"\d", "", _raw(m)))
+
+
 _PERSON_ROLES = words("doctor dentist therapist boss manager supervisor landlord vet barber hairdresser stylist "
                       "coach trainer name nickname")
 
@@ -138,12 +143,14 @@ class Frame:
     """How the value is normalised: text, place, time, number, phone, email, pet, diet, status."""
     ends: bool = False
     """The frame itself ends the fact ("I quit my job", "the dinner is cancelled")."""
+    change: bool = False
+    """The frame reports a change, so past tense is still news ("the meeting *was* moved to Friday")."""
     check: Callable[[re.Match[str]], bool] | None = None
 
 
-def _f(attribute: str, pattern: str, kind: str = "text", ends: bool = False,
+def _f(attribute: str, pattern: str, kind: str = "text", ends: bool = False, change: bool = False,
        check: Callable[[re.Match[str]], bool] | None = None) -> Frame:
-    return Frame(attribute, re.compile(pattern, re.I), kind, ends, check)
+    return Frame(attribute, re.compile(pattern, re.I), kind, ends, change, check)
 
 
 _BE = r"(?:is|'s|are|'re|was|will\s+be)"
@@ -153,7 +160,7 @@ FRAMES: tuple[Frame, ...] = (
     # --- where someone lives --------------------------------------------------
     _f("residence", rf"\b(?:live|lives|living|lived|reside|resides|residing|resided)\s+in\s+{NAME}", "place"),
     _f("residence", r"\b(?:moved|moving|move|relocated|relocating|relocate)(?:\s+(?:back|out|over|away|down|up|"
-       rf"across\s+the\s+country))?\s+to\s+{NAME}", "place"),
+       rf"across\s+the\s+country))?\s+to\s+{NAME}", "place", change=True, check=is_place),
     _f("residence", rf"\bbased\s+(?:in|out\s+of)\s+{NAME}", "place"),
     _f("residence", rf"\bhome\s+(?:is|'s)\s+(?:now\s+)?(?:in\s+)?{NAME}", "place"),
     _f("residence", rf"\bmoved\s+(?:out\s+of|away\s+from)\s+{NAME}", "place", ends=True),
@@ -166,7 +173,7 @@ FRAMES: tuple[Frame, ...] = (
     _f("employer", rf"\b(?:(?:a|my|the|new|first|dream|current)\s+)*(?:job|position|gig)\s+(?:at|with)\s+{ORG}",
        check=is_org),
     _f("employer", r"\b(?:joined|joining|start(?:ed|ing)?\s+(?:working\s+)?at|hired\s+(?:at|by)|"
-       rf"(?:accepted|took)\s+(?:an?\s+)?(?:job\s+)?offer\s+(?:from|at))\s+{ORG}", check=is_proper),
+       rf"(?:accepted|took)\s+(?:an?\s+)?(?:job\s+)?offer\s+(?:from|at))\s+{ORG}", change=True, check=is_proper),
     _f("employer", r"\b(?:work(?:s|ing|ed)?|job)\s+as\s+an?\s+(?:[\w-]+\s+){0,3}?at\s+" + ORG, check=is_org),
     _f("employer", r"\b(?:quit|left|leaving|resigned\s+from|retired\s+from|(?:laid\s+off|let\s+go|fired)\s+"
        rf"(?:from|by))\s+{ORG}", ends=True, check=is_proper),
@@ -175,7 +182,7 @@ FRAMES: tuple[Frame, ...] = (
     _f("employer", r"\b(?:laid\s+off|retired|fired)\b(?!\s+(?:from|by|up)\b)", ends=True),
     _f("role", rf"\b(?:work|works|working|worked)\s+as\s+(?:an?\s+)?{ROLE}"),
     _f("role", rf"\b(?:job|role|position|career)\s+as\s+(?:an?\s+)?{ROLE}"),
-    _f("role", rf"\bpromoted\s+to\s+(?:an?\s+|the\s+)?{ROLE}"),
+    _f("role", rf"\bpromoted\s+to\s+(?:an?\s+|the\s+)?{ROLE}", change=True),
     _f("role", rf"\b(?:job\s+title|title|role|position)\s+(?:is|'s)\s+(?:now\s+)?(?:an?\s+)?{ROLE}"),
     _f("role", rf"\ban?\s+(?P<value>(?:[\w-]+\s+){{0,2}}?(?:{_OCC}))\b(?!\s+(?:friend|who|named|and|'s)\b)"),
     # --- relationships ------------------------------------------------------------
@@ -184,7 +191,7 @@ FRAMES: tuple[Frame, ...] = (
        "status"),
     _f("relationship", r"\b(?P<value>in\s+a\s+(?:serious\s+|new\s+|long-distance\s+)?relationship|dating\s+"
        r"(?:someone|somebody)|seeing\s+someone)\b", "status"),
-    _f("relationship", r"\b(?P<value>broke\s+up|split\s+up|breaking\s+up|called\s+it\s+quits)\b", "status"),
+    _f("relationship", r"\b(?P<value>broke\s+up|split\s+up|breaking\s+up|called\s+it\s+quits)\b", "status", change=True),
     _f("partner", r"\b(?:girlfriend|boyfriend|partner|wife|husband|fianc[eé]e?|spouse)(?:'s\s+name)?\s+(?:is|'s)"
        rf"\s+{NAME}", check=is_proper),
     _f("partner", rf"\b(?:dating|seeing|going\s+out\s+with|engaged\s+to|married\s+to)\s+{NAME}", check=is_proper),
@@ -210,13 +217,13 @@ FRAMES: tuple[Frame, ...] = (
     _f("favourite: {what}", r"^\s*(?P<value>[\w' -]+?)\s+(?:is|are|'s)\s+(?:now\s+|still\s+)?(?P<owner>my|our|"
        r"his|her|their|[a-z]+'s)\s+(?:new\s+)?(?:all-time\s+)?favou?rite\s+(?P<what>[a-z]+(?:\s+[a-z]+)?)"),
     _f("preference: {dom}", rf"\bprefer(?:s|red)?\s+(?:to\s+)?{PREF}"),
-    _f("preference: {dom}", r"\bswitch(?:ed|ing)?\s+(?:over\s+)?(?:from\s+[\w' -]+?\s+)?to\s+" + PREF),
+    _f("preference: {dom}", r"\bswitch(?:ed|ing)?\s+(?:over\s+)?(?:from\s+[\w' -]+?\s+)?to\s+" + PREF, change=True),
     # --- vehicle and diet -----------------------------------------------------------
     _f("vehicle", rf"\b(?:drive|drives|driving|drove)\s+(?:an?\s+|the\s+|my\s+)?(?:new\s+|used\s+|old\s+)?{NAME}",
        check=is_vehicle),
     _f("vehicle", rf"\b(?:car|ride|truck)\s+(?:is|'s)\s+(?:now\s+)?an?\s+{NAME}", check=is_vehicle),
     _f("vehicle", r"\b(?:bought|got|purchased|leased|traded\s+(?:it\s+|mine\s+)?in\s+for|upgraded\s+to)\s+"
-       rf"(?:myself\s+)?an?\s+(?:new\s+|used\s+|brand\s+new\s+)?{NAME}", check=is_vehicle),
+       rf"(?:myself\s+)?an?\s+(?:new\s+|used\s+|brand\s+new\s+)?{NAME}", change=True, check=is_vehicle),
     _f("vehicle", rf"\b(?:sold|totaled|totalled|crashed|wrecked|got\s+rid\s+of)\s+(?:my|our|the)\s+{NAME}",
        ends=True, check=is_vehicle),
     _f("diet", r"\b(?:(?:a|an|on|follow|following|eat|eating|strict|strictly|fully|mostly|full|totally)\s+)*"
@@ -226,9 +233,11 @@ FRAMES: tuple[Frame, ...] = (
     _f("diet", r"\b(?:eat|eats|eating|back\s+to\s+eating)\s+(?P<value>meat)\b", "diet"),
     # --- schedules --------------------------------------------------------------------
     _f("when: {what}", rf"{EVENT}\s+(?:(?:is|was|has|have|had|been|got|'s|are|were|will|be|being|just|now|"
-       rf"officially|also|all)\s+)*{_MOVE}\s+(?:to|until|till|for)\s+{TIME}", "time", check=is_time),
-    _f("when: {what}", rf"\b{_MOVE}\s+{EVENT}\s+(?:back\s+)?(?:to|until|till)\s+{TIME}", "time", check=is_time),
-    _f("when: {what}", rf"{EVENT}\s+(?:is|'s|are|will\s+be)\s+(?:(?:now|still|going\s+to\s+be)\s+)?"
+       rf"officially|also|all)\s+)*{_MOVE}\s+(?:to|until|till|for)\s+{TIME}", "time", change=True,
+       check=is_time),
+    _f("when: {what}", rf"\b{_MOVE}\s+{EVENT}\s+(?:back\s+)?(?:to|until|till)\s+{TIME}", "time", change=True,
+       check=is_time),
+    _f("when: {what}", rf"{EVENT}\s+(?:is|'s|are|will\s+be|starts?|begins?)\s+(?:(?:now|still|going\s+to\s+be)\s+)?"
        rf"(?:(?:scheduled|set|planned|booked|happening)\s+)?(?:(?:for|on|at)\s+)?{TIME}", "time", check=is_time),
     _f("when: {what}", r"\b(?:have|has|'ve\s+got|got|booked|scheduled|set\s+up|made)\s+(?:an?\s+)?"
        rf"{EVENT}\s+(?:on|at|for)\s+{TIME}", "time", check=is_time),
@@ -244,15 +253,15 @@ FRAMES: tuple[Frame, ...] = (
        rf"nearly|almost|over|under)\s+)*{NUM}", "number"),
     _f("amount: {what}", rf"\b{NOUN}\s+(?:(?:has|have|had|just|finally)\s+)*(?:went|gone|go|going|jumped|climbed|"
        r"rose|risen|increased|decreased|dropped|fell|fallen|grew|grown|shrank|changed|raised|cut|reduced|lowered|"
-       rf"bumped|doubled)(?:\s+(?:up|down))?\s+to\s+{NUM}", "number"),
+       rf"bumped|doubled)(?:\s+(?:up|down))?\s+to\s+{NUM}", "number", change=True),
     _f("amount: {what}", rf"\b{NOUN}\s+(?:costs?|runs?|comes?\s+to|came\s+to)\s+(?:(?:me|us)\s+)?"
        rf"(?:(?:about|around|only|just)\s+)?{NUM}", "number"),
     _f("amount: {what}", r"\b(?:raised|increased|upped|bumped|cut|lowered|reduced|hiked)\s+(?P<owner>my|our|the)"
-       rf"\s+{NOUN}\s+to\s+{NUM}", "number"),
+       rf"\s+{NOUN}\s+to\s+{NUM}", "number", change=True),
     _f("amount: salary", rf"\b(?:make|makes|making|earn|earns|earning|get\s+paid|getting\s+paid)\s+"
        rf"(?:(?:about|around|roughly)\s+)?{NUM}", "number"),
     _f("amount: salary", rf"\b(?:got|get|getting|received|given)\s+(?:a\s+)?(?:\w+\s+)?(?:raise|bump)\s+to\s+{NUM}",
-       "number"),
+       "number", change=True),
     _f("amount: {what}", rf"\bpay(?:ing|s)?\s+{NUM}\s+(?:(?:a|per)\s+(?:month|week|year)\s+|monthly\s+)?"
        r"(?:for|in|on)\s+(?P<what>[a-z]+)", "number"),
     _f("amount: weight", rf"\bweigh(?:s|ed)?\s+(?:(?:about|around|roughly|now)\s+)*{NUM}", "number"),
@@ -260,7 +269,7 @@ FRAMES: tuple[Frame, ...] = (
        r"four|five|six|seven|eight|nine|ten)\s+(?:(?:little|young|older|younger|big|small|grown|adult)\s+)?"
        r"(?P<what>[a-z-]+)", "number"),
     _f("count: {what}", r"\b(?:grew|grown|growing|expanded|shrank|shrunk|dropped|down|up)\s+to\s+"
-       r"(?P<value>\d+)\s+(?P<what>[a-z-]+)", "number"),
+       r"(?P<value>\d+)\s+(?P<what>[a-z-]+)", "number", change=True),
     # --- school -------------------------------------------------------------------------
     _f("school", r"\b(?:attend(?:s|ing)?|enrolled\s+(?:at|in)|transferr(?:ed|ing)\s+to|(?:a\s+)?student\s+at|"
        rf"(?:accepted|admitted)\s+(?:to|into|at)|stud(?:y|ying|ies)\s+at)\s+{ORG}", check=is_named_school),
@@ -268,7 +277,7 @@ FRAMES: tuple[Frame, ...] = (
     _f("school", rf"\b(?:graduated\s+from|dropped\s+out\s+of|left)\s+{ORG}", ends=True, check=is_school),
     _f("major", rf"\bmajor(?:ing|ed)?\s+in\s+{NAME}"),
     _f("major", rf"\bmajor\s+(?:is|'s)\s+(?:now\s+)?{NAME}"),
-    _f("major", rf"\b(?:switched|changed)\s+(?:my\s+)?major\s+to\s+{NAME}"),
+    _f("major", rf"\b(?:switched|changed)\s+(?:my\s+)?major\s+to\s+{NAME}", change=True),
     _f("major", r"\bstud(?:y|ying|ies)\s+(?P<value>[a-z][\w -]*?)\s+at\s+"),
     # --- many-valued: pets, children, activities, languages, allergies ---------------------
     _f("pet", r"\b(?:have|has|got|adopted|rescued|bought|own|owns|getting|adopting|adopt|brought\s+home|"

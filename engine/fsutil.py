@@ -82,6 +82,28 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         out.write(data)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written (a single write may be short)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def copy_range(path: Path, start: int, end: int, out: BinaryIO, chunk: int = 1 << 20) -> None:
+    """Copy bytes [start, end) of file `path` into `out`."""
+    try:
+        with open(path, "rb") as src:
+            src.seek(start)
+            while start < end:
+                block = src.read(min(chunk, end - start))
+                if not block:
+                    raise StoreError(f"{path}: the file shrank while it was being copied")
+                out.write(block)
+                start += len(block)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot copy: {exc.strerror or exc}") from exc
+
+
 def remove_stale_temps(directory: Path) -> list[Path]:
     """Delete temp files that a crashed writer left in `directory`; returns what was removed.
 

@@ -103,6 +103,8 @@ class VectorIndex:
             return [[] for _ in range(len(queries))]
         if self._gpu:
             scores, slots = self._gpu.search(queries, k, allowed)
+        elif len(queries) > _BLAS_MIN_QUERIES:
+            scores, slots = _blas_topk(self._view, queries, k, allowed)
         elif n_allowed == len(allowed):
             scores, slots = self._flat.search(queries, k)
         else:
@@ -114,6 +116,26 @@ class VectorIndex:
 
     def memory_bytes(self) -> int:
         return self._view.nbytes + self.live.nbytes
+
+
+# FAISS with an ID selector scans without BLAS; a batch of queries goes faster through one masked matmul.
+_BLAS_MIN_QUERIES = 8
+_BLOCK_FLOATS = 1 << 23
+
+
+def _blas_topk(db: np.ndarray, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows = max(1, _BLOCK_FLOATS // max(1, len(db)))
+    scores = np.empty((len(queries), k), dtype=np.float32)
+    slots = np.empty((len(queries), k), dtype=np.int64)
+    for start in range(0, len(queries), rows):
+        block = queries[start : start + rows] @ db.T
+        block[:, ~allowed] = -np.inf
+        top = np.argpartition(-block, k - 1, axis=1)[:, :k]
+        part = np.take_along_axis(block, top, axis=1)
+        order = np.argsort(-part, axis=1, kind="stable")
+        scores[start : start + rows] = np.take_along_axis(part, order, axis=1)
+        slots[start : start + rows] = np.take_along_axis(top, order, axis=1)
+    return scores, slots
 
 
 class _GpuMirror:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 
 from engine.errors import ConfigError
 
@@ -161,9 +162,9 @@ def model_dir() -> Path:
 
 
 @functools.cache
-def _load(device: str):  # type: ignore[no-untyped-def]  # (BertConfig, Tokenizer, Weights), shared per device
+def _load(device: str) -> tuple[BertConfig, Tokenizer, Weights]:
+    """Shared per device: encoders built for the same device reuse one copy of the weights."""
     from safetensors.torch import load_file
-    from tokenizers import Tokenizer
 
     path = model_dir()
     config = BertConfig.load(path)

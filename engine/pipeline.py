@@ -20,7 +20,7 @@ from engine.annotator import Annotator
 from engine.changes import ChangeSet
 from engine.config import Config
 from engine.encoder import Encoder
-from engine.evolution import apply_update, merge_duplicate, snapshot_version
+from engine.evolution import apply_update, carry_forward, merge_duplicate, snapshot_version
 from engine.note import Interaction, Link, Note, NoteVersion, new_id
 from engine.schemas import Candidate, EvolveRequest, LinkRequest
 from engine.store import TenantMemory
@@ -36,18 +36,32 @@ class _Batch:
     now: datetime
     new: list[Note] = field(default_factory=list)
     vecs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    hits: list[list[tuple[int, float]]] = field(default_factory=list)
+    """Per new note: (slot, cosine) of its nearest stored notes."""
+    inner: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    """Cosine between batch-mates."""
     changed: dict[str, Note] = field(default_factory=dict)
     """Existing notes this run changed, in their latest state."""
     versions: list[NoteVersion] = field(default_factory=list)
+    pos: dict[str, int] = field(default_factory=dict)
+    """Position of each new note in `new`."""
+    dirty: set[str] = field(default_factory=set)
+    """New notes whose text changed after they were first encoded."""
+
+    def keep(self, rows: list[int]) -> None:
+        """Drop the new notes not in `rows` (folded into others) with their search results."""
+        self.new = [self.new[j] for j in rows]
+        self.vecs, self.inner = self.vecs[rows], self.inner[np.ix_(rows, rows)]
+        self.hits = [self.hits[j] for j in rows]
+        self.pos = {n.id: j for j, n in enumerate(self.new)}
 
     def is_new(self, note_id: str) -> bool:
-        return any(n.id == note_id for n in self.new)
+        return note_id in self.pos
 
     def current(self, note_id: str) -> Note:
         """Latest state of a note: new in this batch, changed by it, or as stored."""
-        for n in self.new:
-            if n.id == note_id:
-                return n
+        if note_id in self.pos:
+            return self.new[self.pos[note_id]]
         return self.changed.get(note_id) or self.tm.get(note_id)
 
     def change(self, before: Note, after: Note, stage: str, cause: str | None) -> None:
@@ -56,7 +70,7 @@ class _Batch:
         vec = self.tm.vector(before.id).tolist() if first_change else None
         self.versions.append(snapshot_version(before, stage, cause, self.now, vec))
         if self.is_new(after.id):
-            self.new = [after if n.id == after.id else n for n in self.new]
+            self.new[self.pos[after.id]] = after
         else:
             self.changed[after.id] = after
 
@@ -110,7 +124,12 @@ class WritePipeline:
                 source_ids=[item.source_id] if item.source_id else [], occurrences=[item.timestamp],
                 created_at=batch.now, updated_at=batch.now,
             ))
+        batch.pos = {n.id: j for j, n in enumerate(batch.new)}
         batch.vecs = self.encode_notes(batch.new)
+        # One search serves both duplicate detection and link candidates.
+        depth = max(3, self.config.k_neighbours)
+        batch.hits = batch.tm.index.search(batch.vecs, depth, batch.tm.mask()) if batch.new else []
+        batch.inner = batch.vecs @ batch.vecs.T
 
     def encode_notes(self, notes: list[Note]) -> np.ndarray:
         texts = [n.embedding_text(self.config.max_content_chars) for n in notes]
@@ -123,11 +142,11 @@ class WritePipeline:
                          ids: list[str | None]) -> None:
         if not batch.new:
             return
-        existing = batch.tm.index.search(batch.vecs, 3, batch.tm.mask())
         keep: list[int] = []
         for j, note in enumerate(batch.new):
-            pool = [(batch.tm.index.ids[s], c) for s, c in existing[j]]
-            pool += [(batch.new[m].id, float(batch.vecs[m] @ batch.vecs[j])) for m in keep]
+            pool = [(batch.tm.index.ids[s], c) for s, c in batch.hits[j][:3]]
+            close = [m for m in keep if batch.inner[j, m] >= self.config.dedup_threshold]
+            pool += [(batch.new[m].id, float(batch.inner[j, m])) for m in close]
             target = self._duplicate_of(batch, note, pool)
             if target is None:
                 keep.append(j)
@@ -136,8 +155,7 @@ class WritePipeline:
             source = note.source_ids[0] if note.source_ids else None
             batch.change(before, merge_duplicate(before, note.timestamp, source, batch.now), "merge", source or note.id)
             ids[fresh[j]] = target
-        batch.new = [batch.new[j] for j in keep]
-        batch.vecs = batch.vecs[keep]
+        batch.keep(keep)
 
     def _duplicate_of(self, batch: _Batch, note: Note, pool: list[tuple[str | None, float]]) -> str | None:
         for other_id, cosine in sorted(pool, key=lambda p: -p[1]):
@@ -153,12 +171,12 @@ class WritePipeline:
         k = self.config.k_neighbours
         if not batch.new or k == 0:
             return []
-        existing = batch.tm.index.search(batch.vecs, k, batch.tm.mask())
-        inner = batch.vecs @ batch.vecs.T
         requests = []
         for j, note in enumerate(batch.new):
-            pool = [(batch.tm.get(batch.tm.index.ids[s]), c) for s, c in existing[j]]  # type: ignore[arg-type]
-            pool += [(batch.new[m], float(inner[j, m])) for m in range(j)]
+            pool = [(batch.tm.get(batch.tm.index.ids[s]), c) for s, c in batch.hits[j][:k]]  # type: ignore[arg-type]
+            earlier = batch.inner[j, :j]
+            for m in np.argsort(-earlier)[:k]:
+                pool.append((batch.new[m], float(earlier[m])))
             pool.sort(key=lambda p: -p[1])
             requests.append(LinkRequest(note=note, candidates=[
                 Candidate(handle=h, note=n, score=c) for h, (n, c) in enumerate(pool[:k])]))
@@ -187,10 +205,19 @@ class WritePipeline:
                 after, stage = apply_update(before, update, req.note, batch.now)
                 if stage is not None:
                     batch.change(before, after, stage, req.note.id)
+                if stage == "supersede":
+                    self._carry_forward(batch, req.note.id, before, update.reason)
+
+    @staticmethod
+    def _carry_forward(batch: _Batch, new_id: str, old: Note, reason: str) -> None:
+        j = batch.pos.get(new_id)
+        if j is not None:  # the superseding note is new in this batch: rewrite it before it is stored
+            batch.new[j] = carry_forward(batch.new[j], old, reason)
+            batch.dirty.add(new_id)
 
     # --- stage 7: re-encode, collect ---------------------------------------------------------
     def _changes(self, batch: _Batch) -> ChangeSet:
-        evolved_new = {v.note_id for v in batch.versions} & {n.id for n in batch.new}
+        evolved_new = ({v.note_id for v in batch.versions} | batch.dirty) & batch.pos.keys()
         redo = [n for n in batch.new if n.id in evolved_new]
         text_changed = [n for n in batch.changed.values() if _needs_encoding(batch.tm, n)]
         fresh_vecs = dict(zip([n.id for n in redo + text_changed], self.encode_notes(redo + text_changed), strict=True))

@@ -15,7 +15,10 @@ When a read meets damage it resynchronises on the next frame marker and decides:
 
 Opening never changes the file: a writer trims a torn tail (or salvages) on its first write, so
 readers may open the log while the writer works. The caller holds the StoreLock to write.
-A failed append (full disk, I/O error) is cut off again before StoreError is raised.
+A failed append (full disk, I/O error) is cut off again before StoreError is raised, and an append
+to a log that was deleted or replaced behind the writer is refused rather than acknowledged.
+`replay(after_seq=n)` with n below the log's base (records a truncate dropped, e.g. every snapshot
+lost) raises CorruptStore instead of returning a history with a hole in it.
 
 Records are dicts of JSON values (str keys: other keys come back as strings). Vectors go in as
 `encode_vector(v)`: base64 of little-endian float32, about a third the size of a list of floats.
@@ -23,8 +26,6 @@ Records are dicts of JSON values (str keys: other keys come back as strings). Ve
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import os
 import threading
@@ -34,17 +35,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
-import numpy as np
-
-from engine.errors import CorruptStore, InputError, ReadOnlyStore, StoreError
-from engine.fsutil import atomic_write, fsync_dir
+from engine.errors import CorruptStore, ReadOnlyStore, StoreError
+from engine.fsutil import atomic_write, copy_range, fsync_dir, write_all
 from engine.walformat import (
     HEADER_SIZE,
-    SCAN_CHUNK,
     Scan,
     WalProblem,
     decode_record,
+    decode_vector,
     encode_record,
+    encode_vector,
     pack_frame,
     pack_header,
     read_header,
@@ -92,8 +92,12 @@ class WriteAheadLog:
             self._last_seq = first + len(payloads) - 1
             return self._last_seq
 
-    def replay(self, after_seq: int = 0, *, strict: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
-        """(seq, record) of every committed record with seq > after_seq, in order."""
+    def replay(self, after_seq: int | None = None, *, strict: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(seq, record) of every committed record with seq > after_seq, in order.
+
+        after_seq=None: whatever the log holds. An explicit after_seq below base_seq means the caller
+        lacks records that a truncate already dropped: CorruptStore, or with strict=False a warning.
+        """
         with self._mutex:
             self._check_open()
             if not self.path.exists():
@@ -101,9 +105,12 @@ class WriteAheadLog:
             f = _open_read(self.path)
             limit = self._end if self._fd is not None else os.fstat(f.fileno()).st_size
         with f:
-            scan = Scan(f, read_header(f, self.path), limit)
+            base = read_header(f, self.path)
+            if after_seq is not None and after_seq < base:
+                self._gap(after_seq, base, strict)
+            scan = Scan(f, base, limit)
             for group in scan.groups():
-                yield from ((fr.seq, decode_record(fr, self.path)) for fr in group if fr.seq > after_seq)
+                yield from ((fr.seq, decode_record(fr, self.path)) for fr in group if fr.seq > (after_seq or 0))
         self._finish_replay(scan.problem, strict)
 
     def truncate(self, upto_seq: int) -> None:
@@ -121,7 +128,7 @@ class WriteAheadLog:
             kept = self._end - start
             with atomic_write(self.path) as out:
                 out.write(pack_header(upto_seq))
-                _copy(self.path, start, self._end, out)
+                copy_range(self.path, start, self._end, out)
             self._reopen(base=upto_seq, end=HEADER_SIZE + kept)
             self._last_seq = max(self._last_seq, upto_seq)
 
@@ -153,7 +160,7 @@ class WriteAheadLog:
     def _ensure_writer(self) -> None:
         if self._fd is not None:
             return
-        if not self.path.exists():
+        if self._end == 0:  # there was no log when this one was opened
             with atomic_write(self.path) as out:
                 out.write(pack_header(self._base))
             self._end = HEADER_SIZE
@@ -182,7 +189,7 @@ class WriteAheadLog:
         fsync_dir(self.path.parent)
         with atomic_write(self.path) as out:
             out.write(pack_header(self._base))
-            _copy(self.path, HEADER_SIZE, self._end, out)
+            copy_range(self.path, HEADER_SIZE, self._end, out)
         log.warning("%s: salvaged the records up to seq %d; the damaged log is kept as %s",
                     self.path, self._last_seq, aside)
         self.last_problem = None  # the log on disk is whole again
@@ -206,8 +213,9 @@ class WriteAheadLog:
     # --- writing -------------------------------------------------------------------
     def _write(self, data: bytes) -> None:
         assert self._fd is not None
+        self._check_same_file()
         try:
-            _write_all(self._fd, data)
+            write_all(self._fd, data)
             os.fsync(self._fd)
         except OSError as exc:
             detail = self._roll_back()
@@ -226,6 +234,19 @@ class WriteAheadLog:
             return f"; rolling it back failed too ({exc.strerror or exc}): reopen the log to repair it"
         return ""
 
+    def _check_same_file(self) -> None:
+        # Appending to a log that was deleted or replaced behind us would acknowledge records that
+        # no one will ever replay.
+        assert self._fd is not None
+        try:
+            on_disk = os.stat(self.path)
+        except FileNotFoundError:
+            on_disk = None
+        mine = os.fstat(self._fd)
+        if on_disk is None or (on_disk.st_dev, on_disk.st_ino) != (mine.st_dev, mine.st_ino):
+            raise StoreError(f"{self.path}: the log was removed or replaced behind this writer (another "
+                             "process ignoring the store lock?); refusing to append where no one will read")
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError(f"{self.path}: the log is closed")
@@ -240,6 +261,13 @@ class WriteAheadLog:
         if problem is not None and problem.kind == "corrupt" and not self._salvage_ok:
             raise CorruptStore(f"{self.path}: {problem}; replay(strict=False) first to accept "
                                "losing the records after it")
+
+    def _gap(self, after_seq: int, base: int, strict: bool) -> None:
+        message = (f"{self.path}: the log starts after seq {base} but the caller only has records up to "
+                   f"{after_seq}: {after_seq + 1}..{base} were truncated away (they belong in a snapshot)")
+        if strict:
+            raise CorruptStore(message)
+        log.warning("%s; continuing without them", message)
 
     def _finish_replay(self, problem: WalProblem | None, strict: bool) -> None:
         self.last_problem = problem
@@ -264,39 +292,3 @@ def _open_append(path: Path) -> int:
         return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
     except OSError as exc:
         raise StoreError(f"{path}: cannot open the log for writing: {exc.strerror or exc}") from exc
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _copy(path: Path, start: int, end: int, out: BinaryIO) -> None:
-    with _open_read(path) as f:
-        f.seek(start)
-        while start < end:
-            chunk = f.read(min(SCAN_CHUNK, end - start))
-            if not chunk:
-                raise StoreError(f"{path}: the log shrank while it was being copied")
-            out.write(chunk)
-            start += len(chunk)
-
-
-def encode_vector(vector: np.ndarray) -> str:
-    """A 1-D vector as base64 of its little-endian float32 bytes (4 bytes per value, ~5.3 as text)."""
-    array = np.ascontiguousarray(vector, dtype="<f4")
-    if array.ndim != 1:
-        raise InputError(f"expected a 1-D vector, got shape {array.shape}", field="vector")
-    return base64.b64encode(array.tobytes()).decode("ascii")
-
-
-def decode_vector(text: str) -> np.ndarray:
-    """Inverse of `encode_vector`: a writable float32 array."""
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise InputError(f"not a base64 vector: {exc}", field="vector") from exc
-    if len(raw) % 4:
-        raise InputError(f"vector bytes ({len(raw)}) are not a whole number of float32", field="vector")
-    return np.frombuffer(bytearray(raw), dtype="<f4").astype(np.float32, copy=False)

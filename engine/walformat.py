@@ -22,6 +22,8 @@ lets `Scan` resynchronise after damage and decide between a torn tail and corrup
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import struct
 import zlib
@@ -29,6 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
+
+import numpy as np
 
 from engine.errors import CorruptStore, InputError
 
@@ -196,3 +200,22 @@ def decode_record(frame: Frame, path: Path) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise CorruptStore(f"{path}: record at offset {frame.offset} is not a JSON object")
     return record
+
+
+def encode_vector(vector: np.ndarray) -> str:
+    """A 1-D vector as base64 of its little-endian float32 bytes (4 bytes per value, ~5.3 as text)."""
+    array = np.ascontiguousarray(vector, dtype="<f4")
+    if array.ndim != 1:
+        raise InputError(f"expected a 1-D vector, got shape {array.shape}", field="vector")
+    return base64.b64encode(array.tobytes()).decode("ascii")
+
+
+def decode_vector(text: str) -> np.ndarray:
+    """Inverse of `encode_vector`: a writable float32 array."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise InputError(f"not a base64 vector: {exc}", field="vector") from exc
+    if len(raw) % 4:
+        raise InputError(f"vector bytes ({len(raw)}) are not a whole number of float32", field="vector")
+    return np.frombuffer(bytearray(raw), dtype="<f4").astype(np.float32, copy=False)

@@ -17,6 +17,7 @@ import triton.language as tl
 
 BLOCK_N = 128
 BLOCK_D = 64
+_CANDIDATE_BUDGET = 1 << 26  # candidate entries per launch: 768 MiB of scores + indices
 
 
 @triton.jit
@@ -72,28 +73,49 @@ def block_topk(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(q, k) sorted scores/indices, -inf where fewer than k rows are allowed; 1 <= k <= n.
 
-    A row j is allowed for query i iff row_code[j] == query_code[i] (both int32), or always when
-    no codes are given."""
-    n, d = db.shape
-    num_q = queries.shape[0]
+    A row j is allowed for query i iff row_code[j] == query_code[i] (same integer dtype), or
+    always when no codes are given."""
     db = db.contiguous()
     queries = queries.to(db.dtype).contiguous()
+    if row_code is None or query_code is None:
+        row_code = query_code = None
+    width = triton.cdiv(db.shape[0], BLOCK_N) * k
+    # Queries go in groups so the (group, width) candidate buffers stay within budget at large n.
+    step = max(64, _CANDIDATE_BUDGET // width)
+    parts = []
+    for start in range(0, queries.shape[0], step):
+        codes = None if query_code is None else query_code[start : start + step]
+        cand_scores, cand_indices = _launch(db, queries[start : start + step], k, row_code, codes)
+        top = cand_scores.topk(k, dim=1)
+        parts.append((top.values, cand_indices.gather(1, top.indices)))
+    if not parts:
+        return torch.empty((0, k), device=db.device), torch.empty((0, k), dtype=torch.int64, device=db.device)
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
+def _launch(
+    db: torch.Tensor,
+    queries: torch.Tensor,
+    k: int,
+    row_code: torch.Tensor | None,
+    query_code: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One kernel launch: every block's k best per query, (q, num_blocks * k) unsorted candidates."""
+    (n, d), num_q = db.shape, queries.shape[0]
     block_q = 16 if num_q <= 16 else 64  # tl.dot needs >= 16 rows; bigger tiles reuse each db load
     num_blocks = triton.cdiv(n, BLOCK_N)
-    width = num_blocks * k
-    cand_scores = torch.empty((num_q, width), dtype=torch.float32, device=db.device)
-    cand_indices = torch.empty((num_q, width), dtype=torch.int64, device=db.device)
-    if row_code is None or query_code is None:
-        row_code = query_code = torch.empty(1, dtype=torch.int32, device=db.device)  # never read
-        has_codes = False
-    else:
-        has_codes = True
-    grid = (triton.cdiv(num_q, block_q), num_blocks)
-    _block_topk_kernel[grid](
-        db, queries, row_code.contiguous(), query_code.contiguous(), cand_scores, cand_indices,
+    cand_scores = torch.empty((num_q, num_blocks * k), dtype=torch.float32, device=db.device)
+    cand_indices = torch.empty((num_q, num_blocks * k), dtype=torch.int64, device=db.device)
+    has_codes = row_code is not None and query_code is not None
+    dummy = torch.empty(1, dtype=torch.int32, device=db.device)  # never read when has_codes is False
+    _block_topk_kernel[(triton.cdiv(num_q, block_q), num_blocks)](
+        db, queries,
+        dummy if row_code is None else row_code.contiguous(),
+        dummy if query_code is None else query_code.contiguous(),
+        cand_scores, cand_indices,
         n, num_q, d, db.stride(0), queries.stride(0), num_blocks,
         HAS_CODES=has_codes, IS_FP32=db.dtype == torch.float32, K=k,
         BLOCK_Q=block_q, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D,
+        num_warps=4 if block_q == 16 else 8,  # the 64x128 fp32 tile needs the registers of 8 warps
     )  # fmt: skip
-    top = cand_scores.topk(k, dim=1)
-    return top.values, cand_indices.gather(1, top.indices)
+    return cand_scores, cand_indices

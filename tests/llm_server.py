@@ -13,8 +13,8 @@ the same whatever order concurrent requests arrive in):
 STAGE is note, link, evolve or embed; KIND is one of FAULTS. A dead server is `StandIn.stop()`, or a
 port nobody listens on (`dead_url()`).
 
-Use from tests: `pytest_plugins = ["llm_server"]` gives the `llm_server` fixture. From the bench (or
-by hand): `python tests/llm_server.py --latency 0.1` prints the base URL and serves until killed.
+Tests get it as the `llm_server` fixture with `pytest_plugins = ["conftest_llm"]`. The bench (or a
+person) runs `python tests/llm_server.py --latency 0.1`: it prints the base URL and serves until killed.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,6 +194,10 @@ class StandInApp:
         await send({"type": "http.response.body", "body": raw})
 
     async def _route(self, path: str, body: bytes) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
+        if path == "/stats":  # for the bench, which runs the server in another process
+            stats = {"requests": len(self.state.seen), "max_in_flight": self.state.max_in_flight}
+            self.state.reset()
+            return 200, stats, []
         if path == "/v1/models":
             return 200, {"object": "list", "data": [{"id": "stand-in", "object": "model"}]}, []
         if path == "/v1/chat/completions":
@@ -238,7 +241,8 @@ class StandInApp:
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": prompt_tokens + completion_tokens}
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        return 200, {"id": "cmpl-standin", "object": "chat.completion", "choices": [choice], "usage": usage}, []
+        body = {"id": "cmpl-standin", "object": "chat.completion", "choices": [choice], "usage": usage}
+        return 200, body, []
 
     async def _embeddings(self, request: dict[str, Any]) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
         texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
@@ -280,7 +284,8 @@ class StandIn:
         config = uvicorn.Config(StandInApp(self.state), log_level="error", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=1, backlog=4096)
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
+                                        name="llm-stand-in", daemon=True)
 
     @property
     def url(self) -> str:
@@ -324,8 +329,8 @@ class StubFallback:
         from engine.schemas import Annotation
 
         self.calls["note"] += len(items)
-        return [Annotation(keywords=words(i.content)[:3] or ["none"], tags=["fallback"], context="fallback context")
-                for i in items]
+        return [Annotation(keywords=words(i.content)[:3] or ["none"], tags=["fallback"],
+                           context="fallback context") for i in items]
 
     def judge_links(self, requests: Any) -> list[list[Any]]:
         from engine.schemas import LinkChoice
@@ -340,27 +345,6 @@ class StubFallback:
 
     def close(self) -> None:
         pass
-
-
-try:
-    import pytest
-except ImportError:  # the bench runs this file as a script, where pytest may be absent
-    pytest = None  # type: ignore[assignment]
-
-if pytest is not None:
-
-    @pytest.fixture(scope="session")
-    def _stand_in() -> Iterator[StandIn]:
-        server = StandIn(timeout_sleep_s=2.0).start()
-        yield server
-        server.stop()
-
-    @pytest.fixture
-    def llm_server(_stand_in: StandIn) -> StandIn:
-        """The session's stand-in server, with its log, faults and latency reset for this test."""
-        _stand_in.state.reset()
-        _stand_in.state.latency_s = 0.0
-        return _stand_in
 
 
 def main(argv: list[str] | None = None) -> None:

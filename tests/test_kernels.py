@@ -195,22 +195,24 @@ def test_triton_kernel_in_interpreter():
 
 def _interpreter_checks() -> None:
     """Run as a script under TRITON_INTERPRET=1: the Triton backend on CPU tensors vs the reference."""
-    for seed, (n, d, num_q, k, dup) in enumerate(
-        [(300, 40, 5, 7, False), (129, 70, 20, 16, True), (40, 16, 3, 30, False)]
-    ):
-        db, queries, gen = random_case(seed, n, d, num_q, dup)
-        mask = torch.rand(n, generator=gen) < 0.4
+    import kernels.triton_topk as triton_topk
+
+    triton_topk._CANDIDATE_BUDGET = 400  # so 70 queries go in two launches
+    cases = [(300, 40, 5, 7, 0.4), (129, 70, 20, 16, 0.1), (40, 16, 3, 30, 0.5), (260, 64, 70, 5, 0.4)]
+    for seed, (n, d, num_q, k, density) in enumerate(cases):
+        db, queries, gen = random_case(seed, n, d, num_q, dup=seed == 1)
+        mask = torch.rand(n, generator=gen) < density  # 0.1 takes the gather-allowed-rows path
         scores, indices = masked_topk(db, queries, k, mask, backend="triton")
         check_result(db, queries, k, np.tile(mask.numpy(), (num_q, 1)), scores, indices, padded=False)
         scores, indices = masked_topk(db.half(), queries, k, None, backend="triton")
-        check_result(
-            db.half(), queries, k, np.ones((num_q, n), bool), scores, indices, padded=False, atol=2e-2
-        )
+        full = np.ones((num_q, n), bool)
+        check_result(db.half(), queries, k, full, scores, indices, padded=False, atol=2e-2)
         row_tenant = torch.randint(0, 6, (n,), generator=gen, dtype=torch.int32)
         query_tenant = torch.randint(0, 7, (num_q,), generator=gen, dtype=torch.int32)
         scores, indices = tenant_topk(db, row_tenant, queries, query_tenant, k, backend="triton")
         allowed = row_tenant.numpy()[None, :] == query_tenant.numpy()[:, None]
         check_result(db, queries, k, allowed, scores, indices, padded=True)
+    assert masked_topk(torch.zeros(3, 16), torch.zeros(0, 16), 2, backend="triton")[0].shape == (0, 2)
     print("triton interpreter ok")
 
 

@@ -1,0 +1,148 @@
+"""Sharded ingest on a local Ray cluster (2 CPUs) that this module starts and stops.
+
+Sharded ingest must give, tenant by tenant, the notes single-process ingest gives (same ids, content,
+source ids, link targets); a shard actor killed mid-job must be restarted and the job must end with
+every record stored exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine import Config, Memory
+from engine.errors import InputError
+from engine.ingest import ingest_files
+from ray_jobs.reader import parquet_items
+from ray_jobs.router import shard_of
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.data")
+
+from ray_jobs.ingest import run_ingest, worker_env  # noqa: E402
+
+WORDS = ("coffee paris dog cat music guitar tennis nurse doctor hiking book movie train trip dinner sister "
+         "garden piano python cooking pasta bike ocean mountain denver teaching walnut table").split()
+
+
+def write_log(path: Path, n: int, tenants: list[str], seed: int, start: int = 0) -> None:
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            line = {"content": " ".join(rng.choices(WORDS, k=9)), "timestamp": 1_700_000_000 + (start + i) * 60,
+                    "speaker": rng.choice(["ann", "bob"]), "tenant": rng.choice(tenants)}
+            f.write(json.dumps(line) + "\n")
+
+
+def notes_by_tenant(store: Path) -> dict[str, dict[str, tuple[Any, ...]]]:
+    with Memory(store, Config(read_only=True)) as mem:
+        return {t: {n.id: (n.content, sorted(n.source_ids), sorted(n.link_targets())) for n in mem.notes(t)}
+                for t in mem.tenants()}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env=worker_env(), log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_sharded_ingest_matches_single_process(cluster: None, tmp_path: Path) -> None:
+    tenants = ["alice", "bob", "carol", "dave"]
+    files = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    write_log(files[0], 360, tenants, seed=1)
+    write_log(files[1], 240, tenants, seed=2, start=360)
+    ingest_files(files, tmp_path / "single", config=Config(), batch_size=48, progress=False)
+    # max_wait_ms past the run's length: batches cut by size only, as single-process ingest cuts them.
+    report = run_ingest([str(f) for f in files], str(tmp_path / "sharded"), config=Config(), num_shards=3,
+                        max_batch=48, max_wait_ms=600_000, progress=False)
+    single, sharded = notes_by_tenant(tmp_path / "single"), notes_by_tenant(tmp_path / "sharded")
+    assert sorted(sharded) == tenants
+    assert sharded == single
+    assert report["records"] == 600 and report["restarts"] == 0
+    assert report["notes"] == sum(len(v) for v in single.values())
+    assert any(targets for notes in single.values() for _, _, targets in notes.values())  # links were compared
+    per_shard = {s["shard"]: s["tenants"] for s in report["shards"] if s["tenants"]}
+    assert per_shard == Counter(shard_of(t, 3) for t in tenants)
+
+
+def test_rerun_is_resumable(cluster: None, tmp_path: Path) -> None:
+    log = tmp_path / "a.jsonl"
+    write_log(log, 120, ["x", "y"], seed=3)
+    first = run_ingest([str(log)], str(tmp_path / "s"), config=Config(), num_shards=2, progress=False)
+    before = notes_by_tenant(tmp_path / "s")
+    again = run_ingest([str(log)], str(tmp_path / "s"), config=Config(), num_shards=2, progress=False)
+    assert first["notes"] == again["notes"] and notes_by_tenant(tmp_path / "s") == before
+
+
+def test_killed_shard_restarts_and_loses_nothing(cluster: None, tmp_path: Path) -> None:
+    log = tmp_path / "big.jsonl"
+    write_log(log, 1500, ["k1", "k2", "k3", "k4"], seed=4)
+    result: dict[str, Any] = {}
+
+    def job() -> None:
+        try:
+            result["report"] = run_ingest([str(log)], str(tmp_path / "s"), config=Config(), num_shards=2,
+                                          max_batch=24, max_wait_ms=50, progress=False, job_name="killtest")
+        except BaseException as exc:  # handed to the test thread, which raises it
+            result["error"] = exc
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    victim = _wait_for_progress("killtest-shard-0", thread)
+    ray.kill(victim, no_restart=False)
+    thread.join(timeout=240)
+    assert not thread.is_alive(), "ingest did not finish after the kill"
+    if "error" in result:
+        raise result["error"]
+    assert result["report"]["restarts"] >= 1
+    stored = Counter(s for notes in notes_by_tenant(tmp_path / "s").values() for _, sources, _ in notes.values()
+                     for s in sources)
+    expected = {rec.interaction.source_id for rec in _read(log)}
+    assert set(stored) == expected  # nothing lost
+    assert max(stored.values()) == 1  # nothing doubled
+
+
+def _wait_for_progress(name: str, thread: threading.Thread) -> Any:
+    """The shard actor once it has written at least one batch (the job is then mid-way)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and thread.is_alive():
+        try:
+            actor = ray.get_actor(name)
+            if ray.get(actor.status.remote(0)).num_records > 0:
+                return actor
+        except ValueError:  # not created yet
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{name} wrote nothing")
+
+
+def _read(path: Path) -> list[Any]:
+    from engine.chatlog import read_chatlog
+
+    with read_chatlog(path) as reader:
+        return list(reader)
+
+
+def test_parquet_rows_are_checked_and_get_stable_ids(tmp_path: Path) -> None:
+    path = tmp_path / "log.parquet"
+    table = pa.table({"content": ["hello there", "", "bye"], "timestamp": ["2024-01-01T00:00:00Z"] * 3,
+                      "speaker": ["ann", "bob", None], "tenant": ["t1", "t1", None],
+                      "metadata": ['{"k": 1}', None, None]})
+    pq.write_table(table, path)
+    items = list(parquet_items(path))
+    assert isinstance(items[1], InputError) and items[1].field == "content" and "row 2" in str(items[1])
+    (first, tenant), (third, none) = items[0], items[2]  # type: ignore[misc]
+    assert tenant == "t1" and none is None and first.metadata == {"k": 1}
+    assert first.source_id.startswith("log.parquet:row1:")
+    assert [i[0].source_id for i in parquet_items(path) if not isinstance(i, InputError)] == \
+        [first.source_id, third.source_id]

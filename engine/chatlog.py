@@ -1,6 +1,7 @@
 """Chat-log reader: JSONL or LoCoMo JSON in, `ChatRecord`s out; every bad line is named by file:line.
 
-Parsing lives in engine/chatparse.py; this module is the public API, format detection and rejects.
+Parsing lives in engine/chatparse.py (JSONL) and engine/locomo.py; this module is the public API,
+format detection and the rejects file.
 
 JSONL, one object per line (UTF-8; blank lines skipped; a BOM and CRLF line ends are fine):
 
@@ -41,36 +42,41 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, TextIO
 
-from engine.chatparse import (
-    BOM,
-    LOCOMO_TURN_SECONDS,
-    SESSION_KEY,
-    ChatRecord,
-    Rejected,
-    jsonl_items,
-    jsonl_lines,
-    load_locomo,
-    locomo_items,
-    parse_locomo_time,
-    reading,
-    source_id_for,
-)
+from engine.chatparse import BOM, ChatRecord, Rejected, jsonl_items, jsonl_lines, reading, source_id_for
 from engine.errors import InputError, StoreError
+from engine.locomo import LOCOMO_TURN_SECONDS, SESSION_KEY, load_locomo, locomo_items, parse_locomo_time
 
-__all__ = ["LOCOMO_TURN_SECONDS", "ChatLogReader", "ChatRecord", "count_records", "parse_locomo_time",
-           "read_chatlog", "source_id_for", "validate_chatlog"]
+__all__ = [
+    "LOCOMO_TURN_SECONDS",
+    "ChatLogReader",
+    "ChatRecord",
+    "count_records",
+    "parse_locomo_time",
+    "read_chatlog",
+    "source_id_for",
+    "validate_chatlog",
+]
 
 Format = Literal["auto", "jsonl", "locomo"]
 OnError = Literal["fail", "skip"]
 MAX_KEPT_ERRORS = 100
-_GUESSED_LOCOMO = " (read as LoCoMo because the file starts with '['; pass fmt='jsonl' to read it line by line)"
+_GUESSED_LOCOMO = (
+    " (read as LoCoMo because the file starts with '['; pass fmt='jsonl' to read it line by line)"
+)
 
 
 class ChatLogReader(Iterator[ChatRecord]):
     """The records of one chat log, read lazily; counts and kept errors grow as it is consumed."""
 
-    def __init__(self, path: Path, *, fmt: Format = "auto", on_error: OnError = "fail",
-                 rejects: Path | None = None, max_content_chars: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        fmt: Format = "auto",
+        on_error: OnError = "fail",
+        rejects: Path | None = None,
+        max_content_chars: int | None = None,
+    ) -> None:
         self.path = Path(path)
         self.fmt = _resolve_format(self.path, fmt)
         if on_error not in ("fail", "skip"):
@@ -112,22 +118,34 @@ class ChatLogReader(Iterator[ChatRecord]):
     def __enter__(self) -> ChatLogReader:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
-def read_chatlog(path: Path, *, fmt: Format = "auto", on_error: OnError = "fail", rejects: Path | None = None,
-                 max_content_chars: int | None = None) -> ChatLogReader:
+def read_chatlog(
+    path: Path,
+    *,
+    fmt: Format = "auto",
+    on_error: OnError = "fail",
+    rejects: Path | None = None,
+    max_content_chars: int | None = None,
+) -> ChatLogReader:
     """Iterate a chat log's records (module doc); content over max_content_chars is rejected, not cut."""
-    return ChatLogReader(path, fmt=fmt, on_error=on_error, rejects=rejects, max_content_chars=max_content_chars)
+    return ChatLogReader(
+        path, fmt=fmt, on_error=on_error, rejects=rejects, max_content_chars=max_content_chars
+    )
 
 
-def validate_chatlog(path: Path, fmt: Format = "auto", *, max_content_chars: int | None = None,
-                     max_errors: int | None = None) -> list[InputError]:
+def validate_chatlog(
+    path: Path, fmt: Format = "auto", *, max_content_chars: int | None = None, max_errors: int | None = None
+) -> list[InputError]:
     """Every bad record's error (the first max_errors) from a full pass; [] means the file is clean."""
     errors: list[InputError] = []
-    for item in _items(Path(path), _resolve_format(Path(path), fmt), max_content_chars, guessed=fmt == "auto"):
+    for item in _items(
+        Path(path), _resolve_format(Path(path), fmt), max_content_chars, guessed=fmt == "auto"
+    ):
         if isinstance(item, Rejected):
             errors.append(item.error)
             if max_errors is not None and len(errors) >= max_errors:
@@ -142,8 +160,13 @@ def count_records(path: Path, fmt: Format = "auto") -> int:
         return sum(1 for _ in jsonl_lines(path))
     samples = load_locomo(path, _GUESSED_LOCOMO if fmt == "auto" else "")
     conversations = [s.get("conversation") for s in samples if isinstance(s, dict)]
-    return sum(len(turns) for c in conversations if isinstance(c, dict)
-               for key, turns in c.items() if SESSION_KEY.fullmatch(key) and isinstance(turns, list))
+    return sum(
+        len(turns)
+        for c in conversations
+        if isinstance(c, dict)
+        for key, turns in c.items()
+        if SESSION_KEY.fullmatch(key) and isinstance(turns, list)
+    )
 
 
 def _resolve_format(path: Path, fmt: str) -> Format:
@@ -161,7 +184,9 @@ def _resolve_format(path: Path, fmt: str) -> Format:
     return "locomo" if head.lstrip()[:1] == b"[" else "jsonl"
 
 
-def _items(path: Path, fmt: Format, max_chars: int | None, guessed: bool) -> Generator[ChatRecord | Rejected, None, None]:
+def _items(
+    path: Path, fmt: Format, max_chars: int | None, guessed: bool
+) -> Generator[ChatRecord | Rejected, None, None]:
     if fmt == "jsonl":
         return jsonl_items(path, max_chars)
     return locomo_items(path, max_chars, _GUESSED_LOCOMO if guessed else "")
@@ -175,8 +200,14 @@ class _RejectSink:
         self._out: TextIO | None = None
 
     def write(self, source: Path, bad: Rejected) -> None:
-        entry = {"file": str(source), "line": bad.line, "where": bad.error.where, "field": bad.error.field,
-                 "error": str(bad.error), **_raw_fields(bad.raw)}
+        entry = {
+            "file": str(source),
+            "line": bad.line,
+            "where": bad.error.where,
+            "field": bad.error.field,
+            "error": str(bad.error),
+            **_raw_fields(bad.raw),
+        }
         try:
             if self._out is None:
                 self._out = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()

@@ -1,19 +1,19 @@
-"""Record-level parsing of chat logs: JSONL lines and LoCoMo turns into `ChatRecord`s.
+"""Record-level parsing of chat logs: JSONL lines into `ChatRecord`s, and the shared field checks.
 
-Each parser yields a ChatRecord or a `Rejected` (the InputError, naming file:line and the field at
+A parser yields a ChatRecord or a `Rejected` (the InputError, naming file:line and the field at
 fault, plus the raw input), never raises for one bad record, and raises InputError only when the
-file as a whole cannot be read. The formats are described in engine/chatlog.py.
+file as a whole cannot be read. LoCoMo lives in engine/locomo.py; the formats are described in
+engine/chatlog.py.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,8 @@ from engine.timeutil import parse_time
 
 FIELDS = frozenset({"content", "timestamp", "speaker", "tenant", "metadata", "id"})
 """The top-level fields a JSONL line may have."""
-LOCOMO_TURN_SECONDS = 5
-"""Seconds added per turn index to a LoCoMo session's start time, so turns keep their order."""
 BOM = b"\xef\xbb\xbf"
 _MAX_TIMESTAMP_CHARS = 64
-SESSION_KEY = re.compile(r"session_(\d+)")
-_LOCOMO_TIME = re.compile(r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*",
-                          re.IGNORECASE)
-_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
 
 @dataclass(slots=True)
@@ -89,17 +83,26 @@ def jsonl_items(path: Path, max_chars: int | None) -> Generator[ChatRecord | Rej
 def _jsonl_record(line: bytes, path: Path, number: int, max_chars: int | None) -> ChatRecord:
     where = f"{path}:{number}"
     obj = _load_object(line, where)
-    content = _content(obj.get("content"), "content", where, max_chars)
+    content = check_content(obj.get("content"), "content", where, max_chars)
     timestamp = _timestamp(obj.get("timestamp"), where)
     speaker = _optional_text(obj.get("speaker"), "speaker", where)
     tenant = obj.get("tenant")
     tenant = None if tenant is None else validate_tenant(tenant, where=where)
     metadata = obj.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
-        raise InputError(f"metadata must be an object, got {_json_type(metadata)}", where=where, field="metadata")
-    source_id = _caller_id(obj.get("id"), where) or source_id_for(path.name, str(number), content, timestamp, speaker)
-    interaction = Interaction(content=content, timestamp=timestamp, speaker=speaker,
-                              metadata=dict(metadata or {}), source_id=source_id)
+        raise InputError(
+            f"metadata must be an object, got {json_type(metadata)}", where=where, field="metadata"
+        )
+    source_id = _caller_id(obj.get("id"), where) or source_id_for(
+        path.name, str(number), content, timestamp, speaker
+    )
+    interaction = Interaction(
+        content=content,
+        timestamp=timestamp,
+        speaker=speaker,
+        metadata=dict(metadata or {}),
+        source_id=source_id,
+    )
     return ChatRecord(interaction, tenant, where)
 
 
@@ -107,22 +110,26 @@ def _load_object(line: bytes, where: str) -> dict[str, Any]:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"line is not valid UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1})",
-                         where=where) from exc
+        raise InputError(
+            f"line is not valid UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1})", where=where
+        ) from exc
     obj = _strict_json(text, where)
     if not isinstance(obj, dict):
-        raise InputError(f"each line must be a JSON object, got {_json_type(obj)}", where=where)
+        raise InputError(f"each line must be a JSON object, got {json_type(obj)}", where=where)
     unknown = [key for key in obj if key not in FIELDS]
     if unknown:
-        raise InputError(f"unknown field {unknown[0][:60]!r}; put extra fields under 'metadata'",
-                         where=where, field=_printable(unknown[0]))
+        raise InputError(
+            f"unknown field {unknown[0][:60]!r}; put extra fields under 'metadata'",
+            where=where,
+            field=_printable(unknown[0]),
+        )
     if "\\u" in text:  # only a \\u escape can smuggle in an unpaired surrogate (decoding was strict)
         for key, value in obj.items():
-            _check_text(json.dumps(value, ensure_ascii=False), key, where)
+            check_text(json.dumps(value, ensure_ascii=False), key, where)
     return obj
 
 
-class _NotStrictJson(Exception):
+class NotStrictJson(Exception):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
@@ -130,8 +137,8 @@ class _NotStrictJson(Exception):
 
 def _strict_json(text: str, where: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except _NotStrictJson as exc:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=no_constant)
+    except NotStrictJson as exc:
         raise InputError(str(exc), where=where, field=exc.field) from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", where=where) from exc
@@ -145,38 +152,48 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _NotStrictJson(f"duplicate key {key[:60]!r}", field=_printable(key))
+                raise NotStrictJson(f"duplicate key {key[:60]!r}", field=_printable(key))
             seen.add(key)
     return obj
 
 
-def _no_constant(name: str) -> Any:
-    raise _NotStrictJson(f"{name} is not valid JSON")
+def no_constant(name: str) -> Any:
+    raise NotStrictJson(f"{name} is not valid JSON")
 
 
-def _content(value: Any, field: str, where: str, max_chars: int | None) -> str:
+def check_content(value: Any, field: str, where: str, max_chars: int | None) -> str:
     if value is None:
         raise InputError("content is required", where=where, field=field)
     if not isinstance(value, str):
-        raise InputError(f"content must be a string, got {_json_type(value)}", where=where, field=field)
+        raise InputError(f"content must be a string, got {json_type(value)}", where=where, field=field)
     if not value.strip():
         raise InputError("content is empty", where=where, field=field)
     if max_chars is not None and len(value) > max_chars:
-        raise InputError(f"content has {len(value)} characters, over max_content_chars={max_chars}",
-                         where=where, field=field)
+        raise InputError(
+            f"content has {len(value)} characters, over max_content_chars={max_chars}",
+            where=where,
+            field=field,
+        )
     return value
 
 
 def _timestamp(value: Any, where: str) -> datetime:
     if value is None:
-        raise InputError("timestamp is required: ISO-8601 (2024-05-01T14:30:00Z) or epoch seconds",
-                         where=where, field="timestamp")
+        raise InputError(
+            "timestamp is required: ISO-8601 (2024-05-01T14:30:00Z) or epoch seconds",
+            where=where,
+            field="timestamp",
+        )
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InputError(f"timestamp must be an ISO-8601 string or epoch seconds, got {_json_type(value)}",
-                         where=where, field="timestamp")
+        raise InputError(
+            f"timestamp must be an ISO-8601 string or epoch seconds, got {json_type(value)}",
+            where=where,
+            field="timestamp",
+        )
     if isinstance(value, str) and len(value) > _MAX_TIMESTAMP_CHARS:
-        raise InputError(f"timestamp string of {len(value)} characters is not a timestamp",
-                         where=where, field="timestamp")
+        raise InputError(
+            f"timestamp string of {len(value)} characters is not a timestamp", where=where, field="timestamp"
+        )
     parsed = parse_time(value, where=where)
     assert parsed is not None
     return parsed
@@ -186,7 +203,7 @@ def _optional_text(value: Any, field: str, where: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise InputError(f"{field} must be a string, got {_json_type(value)}", where=where, field=field)
+        raise InputError(f"{field} must be a string, got {json_type(value)}", where=where, field=field)
     return value
 
 
@@ -196,17 +213,21 @@ def _caller_id(value: Any, where: str) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if not isinstance(value, str) or not value:
-        raise InputError(f"id must be a non-empty string or an integer, got {_json_type(value)}",
-                         where=where, field="id")
+        raise InputError(
+            f"id must be a non-empty string or an integer, got {json_type(value)}", where=where, field="id"
+        )
     return value
 
 
-def _check_text(value: str, field: str, where: str) -> None:
+def check_text(value: str, field: str, where: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InputError("contains an unpaired surrogate escape (\\ud800-\\udfff), which is not text",
-                         where=where, field=field) from None
+        raise InputError(
+            "contains an unpaired surrogate escape (\\ud800-\\udfff), which is not text",
+            where=where,
+            field=field,
+        ) from None
 
 
 def _printable(key: str) -> str:
@@ -214,98 +235,14 @@ def _printable(key: str) -> str:
     return short if short.isprintable() else short.encode("unicode_escape").decode("ascii")
 
 
-def _json_type(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
-             dict: "an object", type(None): "null"}
+def json_type(value: Any) -> str:
+    names = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
-
-
-# --- LoCoMo --------------------------------------------------------------------------
-def load_locomo(path: Path, hint: str = "") -> list[Any]:
-    """The list of samples; InputError (with `hint` appended) if the file is not one."""
-    with reading(path):
-        data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"not valid UTF-8{hint}", where=f"{path}:{line}") from exc
-    try:
-        samples = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno}){hint}", where=f"{path}:{exc.lineno}") from exc
-    except (_NotStrictJson, ValueError, RecursionError) as exc:
-        raise InputError(f"invalid JSON: {exc}{hint}", where=str(path)) from exc
-    if not isinstance(samples, list):
-        raise InputError(f"a LoCoMo file is a JSON list of samples, got {_json_type(samples)}", where=str(path))
-    return samples
-
-
-def locomo_items(path: Path, max_chars: int | None, hint: str = "") -> Generator[ChatRecord | Rejected, None, None]:
-    for index, sample in enumerate(load_locomo(path, hint)):
-        where = f"{path}:sample {index}"
-        try:
-            if not isinstance(sample, dict):
-                raise InputError(f"a sample must be an object, got {_json_type(sample)}", where=where)
-            tenant = validate_tenant(sample.get("sample_id"), where=where, field="sample_id")  # type: ignore[arg-type]
-            conversation = sample.get("conversation")
-            if not isinstance(conversation, dict):
-                raise InputError("conversation must be an object", where=f"{path}:{tenant}", field="conversation")
-        except InputError as exc:
-            yield Rejected(exc, None, None)
-            continue
-        sessions = sorted((int(m[1]), key) for key in conversation if (m := SESSION_KEY.fullmatch(key)))
-        for number, key in sessions:
-            yield from _session_items(path, tenant, conversation, number, key, max_chars)
-
-
-def _session_items(path: Path, tenant: str, conversation: dict[str, Any], number: int, key: str,
-                   max_chars: int | None) -> Generator[ChatRecord | Rejected, None, None]:
-    turns, where = conversation[key], f"{path}:{tenant}:{key}"
-    try:
-        if not isinstance(turns, list):
-            raise InputError(f"a session must be a list of turns, got {_json_type(turns)}", where=where, field=key)
-        start = parse_locomo_time(conversation.get(f"{key}_date_time"), where=where, field=f"{key}_date_time")
-    except InputError as exc:
-        yield Rejected(exc, None, None)
-        return
-    for index, turn in enumerate(turns):
-        at = start + timedelta(seconds=LOCOMO_TURN_SECONDS * index)
-        try:
-            yield _locomo_record(path, tenant, number, index, turn, at, max_chars)
-        except InputError as exc:
-            yield Rejected(exc, None, json.dumps(turn).encode())
-
-
-def _locomo_record(path: Path, tenant: str, number: int, index: int, turn: Any, at: datetime,
-                   max_chars: int | None) -> ChatRecord:
-    dia_id = turn.get("dia_id") if isinstance(turn, dict) else None
-    where = f"{path}:{tenant}:{dia_id}" if isinstance(dia_id, str) else f"{path}:{tenant}:session_{number}[{index}]"
-    if not isinstance(turn, dict):
-        raise InputError(f"a turn must be an object, got {_json_type(turn)}", where=where)
-    for field in ("dia_id", "speaker", "text", "blip_caption"):
-        value = turn.get(field)
-        if not isinstance(value, str) and (value is not None or field != "blip_caption"):
-            raise InputError(f"{field} must be a string, got {_json_type(value)}", where=where, field=field)
-        _check_text(value or "", field, where)
-    text, caption = turn["text"], turn.get("blip_caption")
-    parts = ([text] if text.strip() else []) + ([f"[shares a photo: {caption}]"] if caption else [])
-    content = _content(" ".join(parts), "text", where, max_chars)
-    source_id = source_id_for(path.name, f"{tenant}:{turn['dia_id']}", content, at, turn["speaker"])
-    metadata = {"dia_id": turn["dia_id"], "session": number}
-    interaction = Interaction(content=content, timestamp=at, speaker=turn["speaker"], metadata=metadata,
-                              source_id=source_id)
-    return ChatRecord(interaction, tenant, where)
-
-
-def parse_locomo_time(value: Any, *, where: str | None = None, field: str = "date_time") -> datetime:
-    """LoCoMo's "1:56 pm on 8 May, 2023" as aware UTC (English month names, whatever the locale)."""
-    match = _LOCOMO_TIME.fullmatch(value) if isinstance(value, str) else None
-    month = _MONTHS.index(match[5][:3].lower()) + 1 if match and match[5][:3].lower() in _MONTHS else 0
-    if match is None or not month or not 1 <= int(match[1]) <= 12:
-        raise InputError(f"session time {value!r} is not like '1:56 pm on 8 May, 2023'", where=where, field=field)
-    hour = int(match[1]) % 12 + (12 if match[3].lower() == "p" else 0)
-    try:
-        return datetime(int(match[6]), month, int(match[4]), hour, int(match[2]), tzinfo=UTC)
-    except ValueError as exc:
-        raise InputError(f"session time {value!r}: {exc}", where=where, field=field) from exc

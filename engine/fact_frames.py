@@ -24,7 +24,9 @@ _STOPS = (
     r"after|before|when|where|which|who|so|and|but|yesterday|today|tomorrow|though|although|right now|"
     r"these days|nowadays|starting|effective|from now on|at the moment|forever|permanently|already|lately|"
     r"over|during|throughout|around|near|close to|next to|full[- ]time|part[- ]time|on (?:the )?weekends?|"
-    rf"every|in (?:{_MONTHS}|\d{{4}}|the (?:spring|summer|fall|autumn|winter))|a (?:few|couple|while)"
+    r"is|are|was|were|has|have|had|will|would|can|could|should|"
+    rf"every|in (?:{_MONTHS}|\d{{4}}|the (?:spring|summer|fall|autumn|winter))|a (?:few|couple|while)|"
+    r"(?:a|an|one|two|three|four|five|six|\d+)\s+(?:days?|weeks?|months?|years?|hours?|minutes?)\s+ago"
 )
 _END = r"\s*[,;:.!?()]|\s*$"
 NAME = rf"(?P<value>[^,;:.!?()]+?)(?=\s+(?:{_STOPS})\b|{_END})"
@@ -104,8 +106,13 @@ def is_vehicle(m: re.Match[str]) -> bool:
     return bool((words(raw) | words(raw.replace("-", " "))) & VEHICLES)
 
 
+_NOT_ACTIVITIES = words("hard well ever sometimes often together again more less something anything how what "
+                        "professionally lately around it")
+
+
 def is_activity(m: re.Match[str]) -> bool:
-    return _raw(m).split()[0].lower() not in _BAD_FIRST
+    first = _raw(m).split()[0].lower()
+    return first not in _BAD_FIRST and first not in _NOT_ACTIVITIES and not first.endswith("ly")
 
 
 def is_hobby_ended(m: re.Match[str]) -> bool:
@@ -125,12 +132,17 @@ def is_place(m: re.Match[str]) -> bool:
     return not _TIMEISH.search(re.sub(r"\d", "", _raw(m)))
 
 
-_PERSON_ROLES = words("doctor dentist therapist boss manager supervisor landlord vet barber hairdresser stylist "
-                      "coach trainer name nickname")
+_FREE_IDENTITY = words("username handle password wifi zip zipcode postcode birthday anniversary blood time timezone "
+                       "license shoe")
 
 
 def is_identity(m: re.Match[str]) -> bool:
-    return m.group("what").lower() not in _PERSON_ROLES or _raw(m)[:1].isupper()
+    """Names of people and businesses are capitalised ('my gym is Equinox', not 'the gym is awesome')."""
+    return m.group("what").lower().split()[0] in _FREE_IDENTITY or _raw(m)[:1].isupper()
+
+
+def is_proper_place(m: re.Match[str]) -> bool:
+    return _raw(m)[:1].isupper() and is_place(m)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +158,13 @@ class Frame:
     change: bool = False
     """The frame reports a change, so past tense is still news ("the meeting *was* moved to Friday")."""
     check: Callable[[re.Match[str]], bool] | None = None
+    needs_subject: bool = False
+    """No elliptical 'I': 'A fellow chef helped' is not the speaker saying they are a chef."""
 
 
 def _f(attribute: str, pattern: str, kind: str = "text", ends: bool = False, change: bool = False,
-       check: Callable[[re.Match[str]], bool] | None = None) -> Frame:
-    return Frame(attribute, re.compile(pattern, re.I), kind, ends, change, check)
+       check: Callable[[re.Match[str]], bool] | None = None, needs_subject: bool = False) -> Frame:
+    return Frame(attribute, re.compile(pattern, re.I), kind, ends, change, check, needs_subject)
 
 
 _BE = r"(?:is|'s|are|'re|was|will\s+be)"
@@ -162,9 +176,10 @@ FRAMES: tuple[Frame, ...] = (
     _f("residence", r"\b(?:moved|moving|move|relocated|relocating|relocate)(?:\s+(?:back|out|over|away|down|up|"
        rf"across\s+the\s+country))?\s+to\s+{NAME}", "place", change=True, check=is_place),
     _f("residence", rf"\bbased\s+(?:in|out\s+of)\s+{NAME}", "place"),
-    _f("residence", rf"\bhome\s+(?:is|'s)\s+(?:now\s+)?(?:in\s+)?{NAME}", "place"),
+    _f("residence", rf"\bhome\s+(?:is|'s)\s+(?:now\s+)?(?:in\s+)?{NAME}", "place", check=is_proper_place),
     _f("residence", rf"\bmoved\s+(?:out\s+of|away\s+from)\s+{NAME}", "place", ends=True),
-    _f("hometown", rf"\b(?:'m|am|is|'s|are|come|comes)\s+(?:originally\s+)?from\s+{NAME}", "place"),
+    _f("hometown", rf"\b(?:'m|am|is|'s|are|come|comes)\s+(?:originally\s+)?from\s+{NAME}", "place",
+       check=is_proper_place),
     _f("address", rf"\blive[sd]?\s+at\s+(?=\d){NAME}"),
     _f("address", rf"\baddress\s+{_BE}\s+(?:now\s+)?{NAME}"),
     # --- work -----------------------------------------------------------------------
@@ -180,18 +195,22 @@ FRAMES: tuple[Frame, ...] = (
     _f("employer", rf"\b(?:quit|left|lost|leaving|quitting)\s+(?:my|the|his|her)\s+job\b(?:\s+(?:at|with)\s+{ORG})?",
        ends=True),
     _f("employer", r"\b(?:laid\s+off|retired|fired)\b(?!\s+(?:from|by|up)\b)", ends=True),
+    _f("role", rf"\b(?:quit|left|lost|leaving|quitting)\s+(?:my|the|his|her)\s+(?:job|position|role)\s+as\s+"
+       rf"(?:an?\s+)?{ROLE}", ends=True),
     _f("role", rf"\b(?:work|works|working|worked)\s+as\s+(?:an?\s+)?{ROLE}"),
     _f("role", rf"\b(?:job|role|position|career)\s+as\s+(?:an?\s+)?{ROLE}"),
     _f("role", rf"\bpromoted\s+to\s+(?:an?\s+|the\s+)?{ROLE}", change=True),
     _f("role", rf"\b(?:job\s+title|title|role|position)\s+(?:is|'s)\s+(?:now\s+)?(?:an?\s+)?{ROLE}"),
-    _f("role", rf"\ban?\s+(?P<value>(?:[\w-]+\s+){{0,2}}?(?:{_OCC}))\b(?!\s+(?:friend|who|named|and|'s)\b)"),
+    _f("role", rf"\ban?\s+(?P<value>(?:[\w-]+\s+){{0,2}}?(?:{_OCC}))\b(?!\s+(?:friend|who|named|and|'s)\b)",
+       needs_subject=True),
     # --- relationships ------------------------------------------------------------
     _f("relationship", r"\b(?P<value>single|married|engaged|divorced|separated|widowed)\b(?=\s+(?:to|now|for|"
        r"since|again|last|this|in|and|but|anymore|any more|yet|recently|with|officially)\b|\s*[,;.!?]|\s*$)",
        "status"),
     _f("relationship", r"\b(?P<value>in\s+a\s+(?:serious\s+|new\s+|long-distance\s+)?relationship|dating\s+"
        r"(?:someone|somebody)|seeing\s+someone)\b", "status"),
-    _f("relationship", r"\b(?P<value>broke\s+up|split\s+up|breaking\s+up|called\s+it\s+quits)\b", "status", change=True),
+    _f("relationship", r"\b(?P<value>broke\s+up|split\s+up|breaking\s+up|called\s+it\s+quits)\b(?=\s+(?:with|last|"
+       r"this|a|in|on|after|yesterday|recently|for)\b|\s*[,;.!?]|\s*$)", "status", change=True),
     _f("partner", r"\b(?:girlfriend|boyfriend|partner|wife|husband|fianc[eé]e?|spouse)(?:'s\s+name)?\s+(?:is|'s)"
        rf"\s+{NAME}", check=is_proper),
     _f("partner", rf"\b(?:dating|seeing|going\s+out\s+with|engaged\s+to|married\s+to)\s+{NAME}", check=is_proper),
@@ -226,7 +245,9 @@ FRAMES: tuple[Frame, ...] = (
        rf"(?:myself\s+)?an?\s+(?:new\s+|used\s+|brand\s+new\s+)?{NAME}", change=True, check=is_vehicle),
     _f("vehicle", rf"\b(?:sold|totaled|totalled|crashed|wrecked|got\s+rid\s+of)\s+(?:my|our|the)\s+{NAME}",
        ends=True, check=is_vehicle),
-    _f("diet", r"\b(?:(?:a|an|on|follow|following|eat|eating|strict|strictly|fully|mostly|full|totally)\s+)*"
+    _f("diet", r"(?:\b|(?<='))(?:(?:'m|am|is|are|'re|be|been|being|went|gone|going|become|became|turned|stay|stayed|"
+       r"staying|eat|eating|follow|following|switched|switching|to|on|a|an|not|no\s+longer|never|strict|strictly|fully|mostly|totally|now|"
+       r"still|also|pretty|completely)\s+)+"
        rf"(?P<value>{DIETS})\b(?:\s+diet)?(?!\s+(?:food|foods|lasagna|burgers?|restaurants?|options?|recipes?|"
        r"cheese|meals?|dish|dishes|places?|friends?|cafe|bakery|version|menu|alternatives?|dessert|cake|"
        r"cookies|pizza|sandwich|cookbook|chef|market|brand|milk|sausages?|bacon|curry|tacos?)\b)", "diet"),

@@ -192,8 +192,12 @@ def _fact(frame: Frame, m: re.Match[str], clause: str, speaker: str | None, inhe
         return None
     owner_end = m.end("owner") if "owner" in m.re.groupindex and m.group("owner") else m.start()
     subject, aux = _resolve(clause[:owner_end], speaker)
-    said = aux + _tokens(clause[m.start(): m.start("value") if raw else m.end()])
-    negated = bool(set(said) & _NEGATORS) or bool(_ANYMORE.search(clause[m.end():]))
+    if not subject and frame.needs_subject or subject == SHARED and "what" not in m.re.groupindex:
+        subject = "?"  # "the" owns nouns ("the meeting"), not verbs ("the learning environment")
+    said = aux + [t.lower() for t in _tokens(clause[m.start(): m.start("value") if raw else m.end()])]
+    # An ending frame's own verb ("quit") is not a negation of it; only words around it are.
+    negators = set(aux if frame.ends else said) & _NEGATORS
+    negated = bool(negators) or bool(_ANYMORE.search(clause[m.end():]))
     return Fact(
         subject=subject or inherited, attribute=attribute, value=value, text=raw or "",
         is_negated=negated != frame.ends, is_additive=bool(_ADDITIVE.search(clause)),
@@ -210,21 +214,23 @@ _SKIP = words(
     "not n't no longer got get gotten getting to going gonna decided ended up soon lately basically totally "
     "honestly seriously literally happily usually normally typically always often sometimes generally mostly only "
     "too again new old current proudly temporarily fully went gone become became turned switched started stopped "
-    "quit used want wanna plan planning plans hope hoping thinking considering might may could would should wish "
+    "quit used lost left leaving quitting want wanna plan planning plans hope hoping thinking considering might may could would should wish "
     "maybe perhaps try trying like")
-_NEGATORS = words("not n't never no longer stopped quit used")
+_NEGATORS = words("not n't never no longer stopped quit used lost left leaving quitting")
 _HYPOTHETICAL = words("want wanna plan planning plans hope hoping thinking considering might may could would "
                       "should wish maybe perhaps try trying like 'd")
 _PAST = words("was were had did lived worked resided studied drove owned played spoke attended majored preferred")
 _PERFECT = words("have 've has")
 _FIRST_PERSON = words("i we me us my our myself ourselves")
 _PRONOUNS = words("he she they him her them his their it its you your yours someone somebody everyone")
-_DETERMINERS = words("the this that these those")
+_DETERMINERS = words("the this these those")  # not "that": "desserts that work for everyone"
 _ADJECTIVES = words("older younger little big best oldest youngest eldest baby twin ex new old dear close good step")
 _NOT_NAMES = words(
     "so well yeah yes no ok okay anyway guess update news btw lol haha hey hi oh wow today yesterday tonight then "
     "now tomorrow monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
-    "august september october november december also sadly luckily unfortunately fortunately")
+    "august september october november december also sadly luckily unfortunately fortunately thanks sorry")
+_FUNCTION = words("as after before since because while if although but and or for with at in on from by of like "
+                  "about even")
 _ANYMORE = re.compile(r"\b(?:anymore|any\s+more|no\s+more)\b", re.I)
 _ADDITIVE = re.compile(r"\b(?:also|as\s+well|in\s+addition|additionally|second|plus|besides|on\s+the\s+side|"
                        r"side\s+(?:job|gig|hustle))\b|\btoo\b\W*$", re.I)
@@ -261,7 +267,7 @@ def _tail_subject(tokens: list[str], speaker: str | None) -> str | None:
         return "?" + low
     if low in _DETERMINERS:
         return SHARED
-    if last[:1].isupper() and low not in _NOT_NAMES:
+    if last[:1].isupper() and low not in _NOT_NAMES | _FUNCTION and not (len(low) > 5 and low.endswith("ing")):
         return _person(low, speaker)
     owner = _owner_of(tokens[:-1], speaker)
     return f"{low} of {owner}" if owner else None

@@ -86,7 +86,7 @@ def write_all(fd: int, data: bytes) -> None:
     """os.write until every byte is written (a single write may be short)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def copy_range(path: Path, start: int, end: int, out: BinaryIO, chunk: int = 1 << 20) -> None:

@@ -46,8 +46,10 @@ class StoreLock:
             pid = _read_pid(fd)
             os.close(fd)
             held_by = f"process {pid}" if pid is not None else "another writer"
-            raise StoreLocked(f"{self.path}: the store is locked by {held_by}; "
-                              "only one writer at a time (readers need no lock)") from exc
+            raise StoreLocked(
+                f"{self.path}: the store is locked by {held_by}; "
+                "only one writer at a time (readers need no lock)"
+            ) from exc
         except OSError as exc:
             os.close(fd)
             raise StoreError(f"{self.path}: cannot lock: {exc.strerror or exc}") from exc
@@ -67,8 +69,9 @@ class StoreLock:
     def __enter__(self) -> StoreLock:
         return self.acquire()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.release()
 
     def _open(self) -> int:
@@ -76,8 +79,10 @@ class StoreLock:
             return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-                raise ReadOnlyStore(f"{self.path}: cannot open the lock file for writing "
-                                    f"({exc.strerror}); open the store read-only") from exc
+                raise ReadOnlyStore(
+                    f"{self.path}: cannot open the lock file for writing "
+                    f"({exc.strerror}); open the store read-only"
+                ) from exc
             raise StoreError(f"{self.path}: cannot open the lock file: {exc.strerror or exc}") from exc
 
     def _record_pid(self) -> None:

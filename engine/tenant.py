@@ -28,7 +28,9 @@ def validate_tenant(name: str, *, where: str | None = None, field: str = "tenant
     `where` and `field` only label the error (a chat log passes its file:line).
     """
     if not isinstance(name, str):
-        raise TenantError(f"tenant name must be a string, got {type(name).__name__}", where=where, field=field)
+        raise TenantError(
+            f"tenant name must be a string, got {type(name).__name__}", where=where, field=field
+        )
     if not _TENANT.fullmatch(name) or ".." in name:
         raise TenantError(f"invalid tenant name {_shown(name)}: {_why(name)}", where=where, field=field)
     return name

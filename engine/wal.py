@@ -92,7 +92,9 @@ class WriteAheadLog:
             self._last_seq = first + len(payloads) - 1
             return self._last_seq
 
-    def replay(self, after_seq: int | None = None, *, strict: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
+    def replay(
+        self, after_seq: int | None = None, *, strict: bool = True
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
         """(seq, record) of every committed record with seq > after_seq, in order.
 
         after_seq=None: whatever the log holds. An explicit after_seq below base_seq means the caller
@@ -110,7 +112,9 @@ class WriteAheadLog:
                 self._gap(after_seq, base, strict)
             scan = Scan(f, base, limit)
             for group in scan.groups():
-                yield from ((fr.seq, decode_record(fr, self.path)) for fr in group if fr.seq > (after_seq or 0))
+                yield from (
+                    (fr.seq, decode_record(fr, self.path)) for fr in group if fr.seq > (after_seq or 0)
+                )
         self._finish_replay(scan.problem, strict)
 
     def truncate(self, upto_seq: int) -> None:
@@ -142,8 +146,9 @@ class WriteAheadLog:
     def __enter__(self) -> WriteAheadLog:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     # --- opening and repair --------------------------------------------------------
@@ -190,8 +195,12 @@ class WriteAheadLog:
         with atomic_write(self.path) as out:
             out.write(pack_header(self._base))
             copy_range(self.path, HEADER_SIZE, self._end, out)
-        log.warning("%s: salvaged the records up to seq %d; the damaged log is kept as %s",
-                    self.path, self._last_seq, aside)
+        log.warning(
+            "%s: salvaged the records up to seq %d; the damaged log is kept as %s",
+            self.path,
+            self._last_seq,
+            aside,
+        )
         self.last_problem = None  # the log on disk is whole again
 
     def _reopen(self, *, base: int, end: int) -> None:
@@ -219,8 +228,9 @@ class WriteAheadLog:
             os.fsync(self._fd)
         except OSError as exc:
             detail = self._roll_back()
-            raise StoreError(f"{self.path}: append failed ({exc.strerror or exc}); "
-                             f"the group was not committed{detail}") from exc
+            raise StoreError(
+                f"{self.path}: append failed ({exc.strerror or exc}); the group was not committed{detail}"
+            ) from exc
         self._end += len(data)
 
     def _roll_back(self) -> str:
@@ -244,8 +254,10 @@ class WriteAheadLog:
             on_disk = None
         mine = os.fstat(self._fd)
         if on_disk is None or (on_disk.st_dev, on_disk.st_ino) != (mine.st_dev, mine.st_ino):
-            raise StoreError(f"{self.path}: the log was removed or replaced behind this writer (another "
-                             "process ignoring the store lock?); refusing to append where no one will read")
+            raise StoreError(
+                f"{self.path}: the log was removed or replaced behind this writer (another "
+                "process ignoring the store lock?); refusing to append where no one will read"
+            )
 
     def _check_open(self) -> None:
         if self._closed:
@@ -259,12 +271,15 @@ class WriteAheadLog:
             raise StoreError(f"{self.path}: an earlier append could not be rolled back; reopen the log")
         problem = self.last_problem
         if problem is not None and problem.kind == "corrupt" and not self._salvage_ok:
-            raise CorruptStore(f"{self.path}: {problem}; replay(strict=False) first to accept "
-                               "losing the records after it")
+            raise CorruptStore(
+                f"{self.path}: {problem}; replay(strict=False) first to accept losing the records after it"
+            )
 
     def _gap(self, after_seq: int, base: int, strict: bool) -> None:
-        message = (f"{self.path}: the log starts after seq {base} but the caller only has records up to "
-                   f"{after_seq}: {after_seq + 1}..{base} were truncated away (they belong in a snapshot)")
+        message = (
+            f"{self.path}: the log starts after seq {base} but the caller only has records up to "
+            f"{after_seq}: {after_seq + 1}..{base} were truncated away (they belong in a snapshot)"
+        )
         if strict:
             raise CorruptStore(message)
         log.warning("%s; continuing without them", message)
@@ -274,8 +289,9 @@ class WriteAheadLog:
         if problem is None or problem.kind == "torn-tail":
             return
         if strict:
-            raise CorruptStore(f"{self.path}: {problem}; replay with strict=False to keep the records "
-                               "before it")
+            raise CorruptStore(
+                f"{self.path}: {problem}; replay with strict=False to keep the records before it"
+            )
         self._salvage_ok = True
         log.warning("%s: %s; continuing without the records after it", self.path, problem)
 

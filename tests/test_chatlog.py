@@ -23,14 +23,20 @@ from engine.chatlog import (
 from engine.errors import InputError, StoreError
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
-PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _jsonl(path: Path, *lines: Any) -> Path:
     """Write lines: dicts as JSON, str as text, bytes as-is."""
     out = []
     for line in lines:
-        out.append(line if isinstance(line, bytes) else (line if isinstance(line, str) else json.dumps(line)).encode())
+        out.append(
+            line
+            if isinstance(line, bytes)
+            else (line if isinstance(line, str) else json.dumps(line)).encode()
+        )
     path.write_bytes(b"\n".join(out) + b"\n")
     return path
 
@@ -55,13 +61,16 @@ def test_a_full_line_becomes_an_interaction(tmp_path: Path) -> None:
     assert it.source_id is not None and it.source_id.startswith("chat.jsonl:1:")
 
 
-@pytest.mark.parametrize(("stamp", "expected"), [
-    ("2024-05-01T14:30:00+02:00", datetime(2024, 5, 1, 12, 30, tzinfo=UTC)),
-    ("2024-05-01T14:30:00", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),  # no offset: UTC
-    ("2024-05-01", datetime(2024, 5, 1, tzinfo=UTC)),
-    (1714573800, datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
-    (1714573800.5, datetime(2024, 5, 1, 14, 30, 0, 500000, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    ("stamp", "expected"),
+    [
+        ("2024-05-01T14:30:00+02:00", datetime(2024, 5, 1, 12, 30, tzinfo=UTC)),
+        ("2024-05-01T14:30:00", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),  # no offset: UTC
+        ("2024-05-01", datetime(2024, 5, 1, tzinfo=UTC)),
+        (1714573800, datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
+        (1714573800.5, datetime(2024, 5, 1, 14, 30, 0, 500000, tzinfo=UTC)),
+    ],
+)
 def test_timestamps_iso_or_epoch_seconds(tmp_path: Path, stamp: Any, expected: datetime) -> None:
     [record] = list(read_chatlog(_jsonl(tmp_path / "c.jsonl", {**GOOD, "timestamp": stamp})))
     assert record.interaction.timestamp == expected
@@ -103,36 +112,39 @@ def test_source_ids_are_stable_and_tell_lines_apart(tmp_path: Path) -> None:
 
 
 # --- JSONL: every kind of bad line names file:line and the field ----------------------------
-@pytest.mark.parametrize(("line", "field", "message"), [
-    ("{not json", None, "invalid JSON"),
-    ('["a", "list"]', None, "JSON object"),
-    ('"just a string"', None, "JSON object"),
-    ({"timestamp": 1}, "content", "required"),
-    ({"content": "   ", "timestamp": 1}, "content", "empty"),
-    ({"content": 5, "timestamp": 1}, "content", "a number"),
-    ({"content": None, "timestamp": 1}, "content", "required"),
-    ({"content": "x"}, "timestamp", "required"),
-    ({"content": "x", "timestamp": "yesterday"}, "timestamp", "ISO-8601"),
-    ({"content": "x", "timestamp": True}, "timestamp", "a boolean"),
-    ({"content": "x", "timestamp": [2024]}, "timestamp", "an array"),
-    ({"content": "x", "timestamp": 1714573800000}, "timestamp", "out of range"),  # milliseconds
-    ({"content": "x", "timestamp": "2" * 100}, "timestamp", "not a timestamp"),
-    ({**GOOD, "speaker": 7}, "speaker", "a number"),
-    ({**GOOD, "tenant": "../etc"}, "tenant", "tenant name"),
-    ({**GOOD, "tenant": 3}, "tenant", "must be a string"),
-    ({**GOOD, "metadata": ["a"]}, "metadata", "an object"),
-    ({**GOOD, "id": True}, "id", "a boolean"),
-    ({**GOOD, "id": ""}, "id", "non-empty"),
-    ({**GOOD, "user": "ana"}, "user", "under 'metadata'"),
-    ('{"content": "a", "content": "b", "timestamp": 1}', "content", "duplicate key"),
-    ('{"content": "a", "timestamp": NaN}', None, "NaN is not valid JSON"),
-    ('{"content": "a", "timestamp": 1, "metadata": {"x": Infinity}}', None, "Infinity"),
-    ('{"content": "bad \\ud800 half", "timestamp": 1}', "content", "surrogate"),
-    ('{"content": "a", "timestamp": 1, "metadata": {"k": "\\udc00"}}', "metadata", "surrogate"),
-    ('{"content": "a", "timestamp": 1, "metadata": {"n": ' + "9" * 5000 + "}}", None, "invalid JSON"),
-    ("[" * 100_000 + "]" * 100_000, None, "invalid JSON"),
-    (b'{"content": "caf\xe9", "timestamp": 1}', None, "not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("line", "field", "message"),
+    [
+        ("{not json", None, "invalid JSON"),
+        ('["a", "list"]', None, "JSON object"),
+        ('"just a string"', None, "JSON object"),
+        ({"timestamp": 1}, "content", "required"),
+        ({"content": "   ", "timestamp": 1}, "content", "empty"),
+        ({"content": 5, "timestamp": 1}, "content", "a number"),
+        ({"content": None, "timestamp": 1}, "content", "required"),
+        ({"content": "x"}, "timestamp", "required"),
+        ({"content": "x", "timestamp": "yesterday"}, "timestamp", "ISO-8601"),
+        ({"content": "x", "timestamp": True}, "timestamp", "a boolean"),
+        ({"content": "x", "timestamp": [2024]}, "timestamp", "an array"),
+        ({"content": "x", "timestamp": 1714573800000}, "timestamp", "out of range"),  # milliseconds
+        ({"content": "x", "timestamp": "2" * 100}, "timestamp", "not a timestamp"),
+        ({**GOOD, "speaker": 7}, "speaker", "a number"),
+        ({**GOOD, "tenant": "../etc"}, "tenant", "tenant name"),
+        ({**GOOD, "tenant": 3}, "tenant", "must be a string"),
+        ({**GOOD, "metadata": ["a"]}, "metadata", "an object"),
+        ({**GOOD, "id": True}, "id", "a boolean"),
+        ({**GOOD, "id": ""}, "id", "non-empty"),
+        ({**GOOD, "user": "ana"}, "user", "under 'metadata'"),
+        ('{"content": "a", "content": "b", "timestamp": 1}', "content", "duplicate key"),
+        ('{"content": "a", "timestamp": NaN}', None, "NaN is not valid JSON"),
+        ('{"content": "a", "timestamp": 1, "metadata": {"x": Infinity}}', None, "Infinity"),
+        ('{"content": "bad \\ud800 half", "timestamp": 1}', "content", "surrogate"),
+        ('{"content": "a", "timestamp": 1, "metadata": {"k": "\\udc00"}}', "metadata", "surrogate"),
+        ('{"content": "a", "timestamp": 1, "metadata": {"n": ' + "9" * 5000 + "}}", None, "invalid JSON"),
+        ("[" * 100_000 + "]" * 100_000, None, "invalid JSON"),
+        (b'{"content": "caf\xe9", "timestamp": 1}', None, "not valid UTF-8"),
+    ],
+)
 def test_bad_lines_are_named(tmp_path: Path, line: Any, field: str | None, message: str) -> None:
     path = _jsonl(tmp_path / "c.jsonl", GOOD, line, GOOD)
     error = _one_error(path)
@@ -219,7 +231,9 @@ def test_the_locomo_dev_set_reads_clean() -> None:
     assert first.metadata == {"dia_id": "D1:1", "session": 1}
     assert records[1].interaction.timestamp - first.timestamp == timedelta(seconds=LOCOMO_TURN_SECONDS)
     photo = next(r.interaction for r in records if r.interaction.metadata["dia_id"] == "D1:5")
-    assert photo.content.endswith(" [shares a photo: a photo of a dog walking past a wall with a painting of a woman]")
+    assert photo.content.endswith(
+        " [shares a photo: a photo of a dog walking past a wall with a painting of a woman]"
+    )
     assert len({r.interaction.source_id for r in records}) == 2760
     for tenant in {r.tenant for r in records}:
         stamps = [r.interaction.timestamp for r in records if r.tenant == tenant]
@@ -233,20 +247,25 @@ def _locomo(path: Path, conversation: dict[str, Any], sample_id: Any = "s-1") ->
 
 def test_locomo_bad_turns_and_sessions_are_named(tmp_path: Path) -> None:
     conversation = {
-        "speaker_a": "A", "speaker_b": "B",
+        "speaker_a": "A",
+        "speaker_b": "B",
         "session_1_date_time": "9:00 am on 1 January, 2023",
-        "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"},
-                      {"speaker": "B", "dia_id": "D1:2"},
-                      {"speaker": "B", "dia_id": "D1:3", "text": "", "blip_caption": "a cat"},
-                      {"speaker": "B", "dia_id": "D1:4", "text": "  "}],
+        "session_1": [
+            {"speaker": "A", "dia_id": "D1:1", "text": "hi"},
+            {"speaker": "B", "dia_id": "D1:2"},
+            {"speaker": "B", "dia_id": "D1:3", "text": "", "blip_caption": "a cat"},
+            {"speaker": "B", "dia_id": "D1:4", "text": "  "},
+        ],
         "session_2_date_time": "sometime",
         "session_2": [{"speaker": "A", "dia_id": "D2:1", "text": "lost with its session"}],
     }
     path = _locomo(tmp_path / "l.json", conversation)
     errors = validate_chatlog(path)
     assert [(e.where, e.field) for e in errors] == [
-        (f"{path}:s-1:D1:2", "text"), (f"{path}:s-1:D1:4", "text"),
-        (f"{path}:s-1:session_2", "session_2_date_time")]
+        (f"{path}:s-1:D1:2", "text"),
+        (f"{path}:s-1:D1:4", "text"),
+        (f"{path}:s-1:session_2", "session_2_date_time"),
+    ]
     reader = read_chatlog(path, on_error="skip")
     assert [r.interaction.content for r in reader] == ["hi", "[shares a photo: a cat]"]
     assert reader.num_rejected == 3 and count_records(path) == 5
@@ -262,18 +281,30 @@ def test_locomo_sample_problems(tmp_path: Path) -> None:
     assert info.value.where == f"{tmp_path / 'broken.json'}:2"
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
-    ("12:09 am on 13 September, 2023", datetime(2023, 9, 13, 0, 9, tzinfo=UTC)),
-    ("12:30 pm on 1 Jan, 2024", datetime(2024, 1, 1, 12, 30, tzinfo=UTC)),
-    ("  7:05 AM on 29 February, 2024 ", datetime(2024, 2, 29, 7, 5, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+        ("12:09 am on 13 September, 2023", datetime(2023, 9, 13, 0, 9, tzinfo=UTC)),
+        ("12:30 pm on 1 Jan, 2024", datetime(2024, 1, 1, 12, 30, tzinfo=UTC)),
+        ("  7:05 AM on 29 February, 2024 ", datetime(2024, 2, 29, 7, 5, tzinfo=UTC)),
+    ],
+)
 def test_locomo_times(text: str, expected: datetime) -> None:
     assert parse_locomo_time(text) == expected
 
 
-@pytest.mark.parametrize("text", ["13:00 pm on 1 May, 2023", "1:00 pm on 30 February, 2023", "1:00 pm on 1 Mai, 2023",
-                                  "2023-05-01", "", None])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "13:00 pm on 1 May, 2023",
+        "1:00 pm on 30 February, 2023",
+        "1:00 pm on 1 Mai, 2023",
+        "2023-05-01",
+        "",
+        None,
+    ],
+)
 def test_bad_locomo_times(text: Any) -> None:
     with pytest.raises(InputError) as info:
         parse_locomo_time(text, where="f:s", field="session_1_date_time")
@@ -290,13 +321,20 @@ def test_format_detection_is_by_content(tmp_path: Path) -> None:
 
 
 # --- properties ----------------------------------------------------------------------------
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-                     | st.text(max_size=20),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                     max_leaves=8)
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
 _KEYS = st.sampled_from(["content", "timestamp", "speaker", "tenant", "metadata", "id", "extra"])
 _JSONISH_LINES = st.dictionaries(_KEYS, _JSON, max_size=6).map(lambda d: json.dumps(d).encode())
-_LINES = st.lists(st.one_of(st.binary(max_size=80), _JSONISH_LINES, st.just(json.dumps(GOOD).encode())), max_size=12)
+_LINES = st.lists(
+    st.one_of(st.binary(max_size=80), _JSONISH_LINES, st.just(json.dumps(GOOD).encode())), max_size=12
+)
 
 
 @PROPERTY
@@ -329,10 +367,16 @@ _TENANTS = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,15}", fullmatch=True)
 def _valid_record(draw: st.DrawFn) -> dict[str, Any]:
     moment = draw(_MOMENTS)
     stamp = draw(st.sampled_from(["iso", "epoch"]))
-    record: dict[str, Any] = {"content": draw(_TEXT),
-                              "timestamp": int(moment.timestamp()) if stamp == "epoch" else moment.isoformat()}
-    for key, strategy in (("speaker", _TEXT), ("tenant", _TENANTS), ("id", _TEXT),
-                          ("metadata", st.dictionaries(st.text(max_size=8), _JSON, max_size=4))):
+    record: dict[str, Any] = {
+        "content": draw(_TEXT),
+        "timestamp": int(moment.timestamp()) if stamp == "epoch" else moment.isoformat(),
+    }
+    for key, strategy in (
+        ("speaker", _TEXT),
+        ("tenant", _TENANTS),
+        ("id", _TEXT),
+        ("metadata", st.dictionaries(st.text(max_size=8), _JSON, max_size=4)),
+    ):
         if draw(st.booleans()):
             record[key] = draw(strategy)
     return record
@@ -340,7 +384,9 @@ def _valid_record(draw: st.DrawFn) -> dict[str, Any]:
 
 @PROPERTY
 @given(st.lists(_valid_record(), min_size=1, max_size=8), st.booleans())
-def test_valid_records_round_trip_exactly(tmp_path: Path, records: list[dict[str, Any]], ascii_only: bool) -> None:
+def test_valid_records_round_trip_exactly(
+    tmp_path: Path, records: list[dict[str, Any]], ascii_only: bool
+) -> None:
     path = tmp_path / "valid.jsonl"
     path.write_text("\n\n".join(json.dumps(r, ensure_ascii=ascii_only) for r in records), encoding="utf-8")
     back = list(read_chatlog(path))
@@ -348,7 +394,9 @@ def test_valid_records_round_trip_exactly(tmp_path: Path, records: list[dict[str
     for record, got in zip(records, back, strict=True):
         it = got.interaction
         stamp = record["timestamp"]
-        expected = datetime.fromtimestamp(stamp, UTC) if isinstance(stamp, int) else datetime.fromisoformat(stamp)
+        expected = (
+            datetime.fromtimestamp(stamp, UTC) if isinstance(stamp, int) else datetime.fromisoformat(stamp)
+        )
         assert it.content == record["content"] and it.timestamp == expected and it.timestamp.tzinfo == UTC
         assert it.speaker == record.get("speaker") and got.tenant == record.get("tenant")
         assert it.metadata == record.get("metadata", {})
@@ -356,18 +404,36 @@ def test_valid_records_round_trip_exactly(tmp_path: Path, records: list[dict[str
             assert it.source_id == record["id"]
 
 
-_BREAKS = st.sampled_from([
-    ("content", None), ("content", 3), ("content", " "), ("content", ["x"]),
-    ("timestamp", None), ("timestamp", "soon"), ("timestamp", False), ("timestamp", {"y": 1}), ("timestamp", 1e300),
-    ("speaker", 1), ("speaker", ["a"]), ("tenant", "a/b"), ("tenant", ".."), ("tenant", 5),
-    ("metadata", "m"), ("metadata", [1]), ("id", False), ("id", 1.5), ("id", ""),
-])
+_BREAKS = st.sampled_from(
+    [
+        ("content", None),
+        ("content", 3),
+        ("content", " "),
+        ("content", ["x"]),
+        ("timestamp", None),
+        ("timestamp", "soon"),
+        ("timestamp", False),
+        ("timestamp", {"y": 1}),
+        ("timestamp", 1e300),
+        ("speaker", 1),
+        ("speaker", ["a"]),
+        ("tenant", "a/b"),
+        ("tenant", ".."),
+        ("tenant", 5),
+        ("metadata", "m"),
+        ("metadata", [1]),
+        ("id", False),
+        ("id", 1.5),
+        ("id", ""),
+    ]
+)
 
 
 @PROPERTY
 @given(st.lists(_valid_record(), min_size=1, max_size=6), st.data())
-def test_errors_name_file_line_and_the_faulty_field(tmp_path: Path, records: list[dict[str, Any]],
-                                                    data: st.DataObject) -> None:
+def test_errors_name_file_line_and_the_faulty_field(
+    tmp_path: Path, records: list[dict[str, Any]], data: st.DataObject
+) -> None:
     index = data.draw(st.integers(0, len(records) - 1))
     broken = dict(records[index])
     if data.draw(st.booleans()):
@@ -376,8 +442,11 @@ def test_errors_name_file_line_and_the_faulty_field(tmp_path: Path, records: lis
         if value is None:
             del broken[field]
     else:
-        field = data.draw(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True).filter(
-            lambda k: k not in {"content", "timestamp", "speaker", "tenant", "metadata", "id"}))
+        field = data.draw(
+            st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True).filter(
+                lambda k: k not in {"content", "timestamp", "speaker", "tenant", "metadata", "id"}
+            )
+        )
         broken[field] = data.draw(_JSON)
     records[index] = broken
     path = tmp_path / "broken.jsonl"

@@ -40,8 +40,9 @@ def test_a_failing_body_keeps_the_old_file(tmp_path: Path) -> None:
     assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["f"]
 
 
-def test_a_full_disk_is_a_store_error_and_keeps_the_old_file(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_is_a_store_error_and_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "f"
     atomic_write_bytes(target, b"old")
 

@@ -15,26 +15,31 @@ from engine.tenant import MAX_TENANT_CHARS, tenant_dir, validate_tenant
 RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
-@pytest.mark.parametrize("name", ["a", "conv-26", "Alice", "user_42", "team.alpha-1", "9", "a" * MAX_TENANT_CHARS])
+@pytest.mark.parametrize(
+    "name", ["a", "conv-26", "Alice", "user_42", "team.alpha-1", "9", "a" * MAX_TENANT_CHARS]
+)
 def test_valid_names_are_returned_unchanged(name: str) -> None:
     assert validate_tenant(name) == name
 
 
-@pytest.mark.parametrize(("name", "why"), [
-    ("", "empty"),
-    (".", "start with"),
-    ("..", "'..'"),
-    ("a..b", "'..'"),
-    ("-rf", "start with"),
-    ("_x", "start with"),
-    (".hidden", "start with"),
-    ("a/b", "'/'"),
-    ("a\\b", "'\\\\'"),
-    ("a b", "' '"),
-    ("caf\u00e9", "'é'"),
-    ("a\x00b", "'\\x00'"),
-    ("a" * (MAX_TENANT_CHARS + 1), "129 characters"),
-])
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("", "empty"),
+        (".", "start with"),
+        ("..", "'..'"),
+        ("a..b", "'..'"),
+        ("-rf", "start with"),
+        ("_x", "start with"),
+        (".hidden", "start with"),
+        ("a/b", "'/'"),
+        ("a\\b", "'\\\\'"),
+        ("a b", "' '"),
+        ("caf\u00e9", "'é'"),
+        ("a\x00b", "'\\x00'"),
+        ("a" * (MAX_TENANT_CHARS + 1), "129 characters"),
+    ],
+)
 def test_invalid_names_say_why(name: str, why: str) -> None:
     with pytest.raises(TenantError, match="invalid tenant name") as info:
         validate_tenant(name)

@@ -46,7 +46,11 @@ ALL = [(i, {"n": i}) for i in range(1, 7)]
 
 def test_round_trip_with_text_and_vectors(tmp_path: Path) -> None:
     vector = np.linspace(-1, 1, 384, dtype=np.float32)
-    record = {"text": "naïve café ☕ \u0000 \"quoted\"", "vector": encode_vector(vector), "nested": {"a": [1, 2.5]}}
+    record = {
+        "text": 'naïve café ☕ \u0000 "quoted"',
+        "vector": encode_vector(vector),
+        "nested": {"a": [1, 2.5]},
+    }
     with WriteAheadLog(tmp_path / "wal.log") as wal:
         assert wal.append([record]) == 1
         [(seq, back)] = list(wal.replay())
@@ -197,7 +201,7 @@ def test_a_group_is_all_or_nothing(tmp_path: Path) -> None:
     ends = _write_groups(path, GROUPS)
     # Cut the final group's last record off, leaving its first two records whole.
     data = path.read_bytes()
-    path.write_bytes(data[:ends[2] - 3])
+    path.write_bytes(data[: ends[2] - 3])
     assert _records(path) == ALL[:3]
 
 
@@ -265,7 +269,9 @@ def test_records_that_are_not_json_are_refused_before_anything_is_written(tmp_pa
 
 
 @pytest.mark.parametrize("fail_on", ["write", "fsync"])
-def test_a_failed_append_is_rolled_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_on: str) -> None:
+def test_a_failed_append_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_on: str
+) -> None:
     path = tmp_path / "wal.log"
     wal = WriteAheadLog(path)
     wal.append([{"n": 1}])
@@ -294,7 +300,9 @@ def test_a_failed_append_is_rolled_back(tmp_path: Path, monkeypatch: pytest.Monk
     assert _records(path) == [(1, {"n": 1}), (2, {"n": 2})]
 
 
-def test_a_failed_roll_back_stops_the_writer_until_reopened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_roll_back_stops_the_writer_until_reopened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "wal.log"
     wal = WriteAheadLog(path)
     wal.append([{"n": 1}])
@@ -358,8 +366,9 @@ def test_nothing_acknowledged_is_lost_when_the_writer_is_killed(tmp_path: Path) 
     path = tmp_path / "wal.log"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")])}
     for _ in range(3):  # crash, reopen, crash again on the repaired log
-        child = subprocess.Popen([sys.executable, "-c", CRASHER, str(path)], env=env, text=True,
-                                 stdout=subprocess.PIPE)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CRASHER, str(path)], env=env, text=True, stdout=subprocess.PIPE
+        )
         time.sleep(0.4)
         child.send_signal(signal.SIGKILL)
         out, _ = child.communicate(timeout=60)
@@ -372,16 +381,26 @@ def test_nothing_acknowledged_is_lost_when_the_writer_is_killed(tmp_path: Path) 
 
 @st.composite
 def _damage(draw: st.DrawFn) -> tuple[list[list[dict[str, Any]]], str, float, int]:
-    groups = draw(st.lists(st.lists(st.fixed_dictionaries({"t": st.text(max_size=30)}), min_size=1, max_size=4),
-                           min_size=1, max_size=5))
-    return groups, draw(st.sampled_from(["flip", "cut"])), draw(st.floats(0, 1, exclude_max=True)), \
-        draw(st.integers(1, 255))
+    groups = draw(
+        st.lists(
+            st.lists(st.fixed_dictionaries({"t": st.text(max_size=30)}), min_size=1, max_size=4),
+            min_size=1,
+            max_size=5,
+        )
+    )
+    return (
+        groups,
+        draw(st.sampled_from(["flip", "cut"])),
+        draw(st.floats(0, 1, exclude_max=True)),
+        draw(st.integers(1, 255)),
+    )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_damage())
-def test_any_single_damage_yields_whole_groups_or_raises(tmp_path: Path,
-                                                         case: tuple[list[list[dict[str, Any]]], str, float, int]) -> None:
+def test_any_single_damage_yields_whole_groups_or_raises(
+    tmp_path: Path, case: tuple[list[list[dict[str, Any]]], str, float, int]
+) -> None:
     groups, how, where, xor = case
     path = tmp_path / "prop.log"
     path.unlink(missing_ok=True)

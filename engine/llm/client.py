@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import random
-import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -29,9 +29,11 @@ from engine.config import Config
 from engine.cost import CostMeter
 from engine.errors import LLMBadOutput, LLMError, LLMRetryable
 from engine.llm.prompts import Prompt, response_format
+from engine.llm.transport import LeanTransport
 
 T = TypeVar("T")
 
+_HTTPX_LOG = logging.getLogger("httpx")
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S = 30.0
 
@@ -92,38 +94,6 @@ class TokenGate:
                 admitted.set_result(None)
 
 
-class ClientPool:
-    """One single-connection httpx.AsyncClient per request slot, behind one `post`.
-
-    httpcore's pool checks every pooled connection (a couple of syscalls each) on every request, so a
-    single pool of 64+ connections spends its time scanning, not sending: measured on loopback, a
-    client per connection halves the CPU per request. The TokenGate admits at most `size` requests,
-    so an idle client is always there; taking the most recently used one reuses warm connections.
-    """
-
-    def __init__(self, base_url: str, api_key: str, timeout_s: float, size: int) -> None:
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        headers = {"Authorization": f"Bearer {api_key}"}
-        tls = ssl.create_default_context()  # shared: each context costs milliseconds to build
-        self._idle = [
-            httpx.AsyncClient(base_url=base_url, headers=headers, timeout=httpx.Timeout(timeout_s), limits=limits,
-                              verify=tls)
-            for _ in range(size)
-        ]
-        self._all = list(self._idle)
-
-    async def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        client = self._idle.pop()
-        try:
-            return await client.post(path, json=body)
-        finally:
-            self._idle.append(client)
-
-    async def aclose(self) -> None:
-        for client in self._all:
-            await client.aclose()
-
-
 class LoopThread:
     """A private event loop on a daemon thread; `run` blocks the calling thread until a coroutine is done."""
 
@@ -161,11 +131,21 @@ class OpenAIClient:
     """One OpenAI-compatible endpoint. Create, use and close it on a single event loop."""
 
     def __init__(self, config: Config, *, base_url: str, model: str, cost: CostMeter | None = None) -> None:
+        if _HTTPX_LOG.level == logging.NOTSET:
+            # httpx logs every request at INFO; at thousands of requests a batch that drowns real logs
+            # whenever something (WordLlama does) puts the root logger at INFO. An explicit level wins.
+            _HTTPX_LOG.setLevel(logging.WARNING)
         self.model = model
         self._config = config
         self._cost = cost
         self._gate = TokenGate(config.llm_max_in_flight, config.llm_max_tokens_in_flight)
-        self._http = ClientPool(api_base(base_url), config.llm_api_key, config.llm_timeout_s, config.llm_max_in_flight)
+        self._http = httpx.AsyncClient(
+            base_url=api_base(base_url),
+            # identity: the lean transport hands bodies over as they come, undecoded
+            headers={"Authorization": f"Bearer {config.llm_api_key}", "Accept-Encoding": "identity"},
+            timeout=httpx.Timeout(config.llm_timeout_s),
+            transport=LeanTransport(config.llm_max_in_flight),
+        )
 
     async def chat(self, stage: str, prompt: Prompt, schema: dict[str, Any]) -> str:
         body = {
@@ -176,21 +156,18 @@ class OpenAIClient:
             "response_format": response_format(stage, schema),
         }
         tokens = estimate_tokens(prompt, self._config.llm_max_tokens)
-        started = time.perf_counter()
-        data = await self._send(stage, tokens, "/chat/completions", body)
+        data, latency_s = await self._send(stage, tokens, "/chat/completions", body)
         done = _completion(data, prompt)
-        self._record(stage, calls=1, prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
-                     latency_s=time.perf_counter() - started)
+        self._record(stage, calls=1, prompt_tokens=done.prompt_tokens,
+                     completion_tokens=done.completion_tokens, latency_s=latency_s)
         return done.text
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         tokens = sum(len(t) for t in texts) // 4 + 1
-        started = time.perf_counter()
-        data = await self._send("embed", tokens, "/embeddings", {"model": self.model, "input": list(texts)})
+        data, latency_s = await self._send("embed", tokens, "/embeddings", {"model": self.model, "input": list(texts)})
         vectors = _embeddings(data, len(texts))
         usage = data.get("usage") or {}
-        self._record("embed", calls=1, prompt_tokens=int(usage.get("prompt_tokens", tokens)),
-                     latency_s=time.perf_counter() - started)
+        self._record("embed", calls=1, prompt_tokens=int(usage.get("prompt_tokens", tokens)), latency_s=latency_s)
         return vectors
 
     async def aclose(self) -> None:
@@ -200,11 +177,13 @@ class OpenAIClient:
         if self._cost is not None:
             self._cost.record(stage, **amounts)
 
-    async def _send(self, stage: str, tokens: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def _send(self, stage: str, tokens: int, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        """The response JSON and the latency of the attempt that got it (time queued at the gate excluded)."""
         for attempt in range(self._config.llm_retries + 1):
             charged = await self._gate.acquire(tokens)
+            started = time.perf_counter()
             try:
-                return await _post(self._http, path, body)
+                return await _post(self._http, path, body), time.perf_counter() - started
             except LLMRetryable as exc:
                 if attempt == self._config.llm_retries:
                     raise
@@ -230,9 +209,9 @@ class RetryableStatus(LLMRetryable):
         self.retry_after = retry_after
 
 
-async def _post(http: ClientPool, path: str, body: dict[str, Any]) -> dict[str, Any]:
+async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
     try:
-        response = await http.post(path, body)
+        response = await http.post(path, json=body)
     except httpx.TimeoutException as exc:
         raise LLMRetryable(f"POST {path}: timed out ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:

@@ -113,21 +113,28 @@ async def _read_response(reader: asyncio.StreamReader, request: httpx.Request) -
     head = await reader.readuntil(b"\r\n\r\n")
     status_line, *header_lines = head[:-4].split(b"\r\n")
     parts = status_line.split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
         raise httpx.RemoteProtocolError(f"bad status line {status_line[:80]!r}", request=request)
     headers = [tuple(line.split(b":", 1)) for line in header_lines]
     if any(len(h) != 2 for h in headers):
         raise httpx.RemoteProtocolError("malformed response header", request=request)
     pairs = [(name.strip(), value.strip()) for name, value in headers]
     fields = {name.lower(): value for name, value in pairs}
-    body = await _read_body(reader, fields, request)
-    keep = fields.get(b"connection", b"").lower() != b"close" and parts[0] != b"HTTP/1.0"
+    status = int(parts[1])
+    body = await _read_body(reader, status, fields, request)
+    keep = body is not None and fields.get(b"connection", b"").lower() != b"close" and parts[0] != b"HTTP/1.0"
+    if body is None:
+        body = await reader.read()
     # The body is already decoded from its transfer encoding; stop httpx from decoding it again.
     pairs = [(n, v) for n, v in pairs if n.lower() != b"transfer-encoding"]
-    return httpx.Response(int(parts[1]), headers=pairs, content=body, request=request), keep
+    return httpx.Response(status, headers=pairs, content=body, request=request), keep
 
 
-async def _read_body(reader: asyncio.StreamReader, fields: dict[bytes, bytes], request: httpx.Request) -> bytes:
+async def _read_body(reader: asyncio.StreamReader, status: int, fields: dict[bytes, bytes],
+                     request: httpx.Request) -> bytes | None:
+    """The body bytes; None when it runs to the end of the connection (which then cannot be reused)."""
+    if status in (204, 304) or status < 200 or request.method == "HEAD":
+        return b""
     if b"chunked" in fields.get(b"transfer-encoding", b"").lower():
         chunks = []
         while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
@@ -137,4 +144,4 @@ async def _read_body(reader: asyncio.StreamReader, fields: dict[bytes, bytes], r
         return b"".join(chunks)
     if b"content-length" in fields:
         return await reader.readexactly(int(fields[b"content-length"]))
-    raise httpx.RemoteProtocolError("response has neither Content-Length nor chunked encoding", request=request)
+    return None

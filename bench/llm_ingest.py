@@ -29,7 +29,7 @@ from engine import Config, Memory
 from engine.encoder import Encoder, WordLlamaEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED_NOTES = 64
+SEED_NOTES = 16
 
 
 class StandInProcess:

@@ -52,7 +52,7 @@ EVENTS = ("meeting|appointment|dinner|lunch|breakfast|brunch|flight|call|intervi
           "meetup|playdate|tournament|rehearsal|practice|webinar|hearing|consultation|delivery|pickup|showing|"
           "closing|tour|graduation|race|marathon|seminar|lecture|sync|retreat|offsite|kickoff|cleaning|haircut|"
           "move|vacation|holiday|sleepover|shower|exhibition|premiere|screening|gig|show")
-_EV_OWNER = r"(?:(?P<owner>the|my|our|his|her|their|your|this|that|[a-z]+'s)\s+)?"
+_EV_OWNER = r"\b(?:(?P<owner>the|my|our|his|her|their|your|this|that|[a-z]+'s)\s+)?"
 EVENT = (rf"{_EV_OWNER}(?P<what>(?:{_FUNC}[a-z0-9-]+\s+){{0,2}}?(?:{EVENTS})s?)\b(?!')"
          r"(?:\s+(?:to|with|for|from|at|in)\s+(?:[\w']+\s+){0,3}?[\w']+)??")
 PETS = (r"(?:dog|puppy|pup|cat|kitten|kitty|hamster|rabbit|bunny|parrot|bird|budgie|fish|goldfish|turtle|"
@@ -160,11 +160,18 @@ class Frame:
     check: Callable[[re.Match[str]], bool] | None = None
     needs_subject: bool = False
     """No elliptical 'I': 'A fellow chef helped' is not the speaker saying they are a chef."""
+    trigger: re.Pattern[str] | None = None
+    """A cheap search that must succeed before the (slower) pattern is tried."""
+
+
+_HAS_EVENT = re.compile(rf"\b(?:{EVENTS})", re.I)
+_HAS_NUMBER = re.compile(r"\d|\b(?:two|three|four|five|six|seven|eight|nine|ten)\b", re.I)
 
 
 def _f(attribute: str, pattern: str, kind: str = "text", ends: bool = False, change: bool = False,
        check: Callable[[re.Match[str]], bool] | None = None, needs_subject: bool = False) -> Frame:
-    return Frame(attribute, re.compile(pattern, re.I), kind, ends, change, check, needs_subject)
+    trigger = _HAS_EVENT if attribute.startswith("when") else _HAS_NUMBER if kind == "number" else None
+    return Frame(attribute, re.compile(pattern, re.I), kind, ends, change, check, needs_subject, trigger)
 
 
 _BE = r"(?:is|'s|are|'re|was|will\s+be)"

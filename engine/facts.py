@@ -153,28 +153,37 @@ def _extract(text: str, speaker: str | None) -> tuple[Fact, ...]:
     """Cached: the annotator asks about the same notes once per candidate pair, in two stages."""
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
     text = _ABBREV.sub(r"\1", re.sub(r"\b([ap])\.m\.", r"\1m", text, flags=re.I))
+    frames = _live_frames(text)
     facts: list[Fact] = []
     for sentence in _SENTENCE.split(text):
-        if sentence.strip() and not sentence.rstrip().endswith("?"):
-            facts += _sentence_facts(sentence, speaker)
+        if frames and sentence.strip() and not sentence.rstrip().endswith("?"):
+            facts += _sentence_facts(sentence, speaker, frames)
     return tuple(facts)
 
 
-def _sentence_facts(sentence: str, speaker: str | None) -> list[Fact]:
+def _live_frames(text: str) -> list[Frame]:
+    """Frames that match somewhere in the text, clause breaks made full stops (so a frame that matches a
+    clause matches here too): one search each instead of one per clause. '^'-anchored frames always run."""
+    joined = _CLAUSE.sub(". ", text)
+    return [f for f in FRAMES if f.pattern.pattern.startswith("^")
+            or (f.trigger is None or f.trigger.search(joined)) and f.pattern.search(joined)]
+
+
+def _sentence_facts(sentence: str, speaker: str | None, frames: list[Frame]) -> list[Fact]:
     """Clauses without a subject of their own ('... and works at Intel') inherit the previous one's."""
     facts: list[Fact] = []
     subject = _self(speaker)
     for clause in _CLAUSE.split(sentence):
-        found = _clause_facts(clause, speaker, subject)
+        found = _clause_facts(clause, speaker, subject, frames)
         facts += found
         subject = found[-1].subject if found else (_lead_subject(clause, speaker) or subject)
     return facts
 
 
-def _clause_facts(clause: str, speaker: str | None, inherited: str) -> list[Fact]:
+def _clause_facts(clause: str, speaker: str | None, inherited: str, frames: list[Frame]) -> list[Fact]:
     found: dict[tuple[str, str, str], Fact] = {}
     hypothetical = bool(_HYPOTHETICAL_START.match(clause))
-    for frame in FRAMES:
+    for frame in frames:
         for m in frame.pattern.finditer(clause):
             fact = _fact(frame, m, clause, speaker, inherited, hypothetical)
             if fact is not None:

@@ -37,7 +37,20 @@ SESSION_KEY = re.compile(r"session_(\d+)")
 _LOCOMO_TIME = re.compile(
     r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*", re.IGNORECASE
 )
-_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
 
 
 def load_locomo(path: Path, hint: str = "") -> list[Any]:
@@ -138,7 +151,7 @@ def _locomo_record(
 def parse_locomo_time(value: Any, *, where: str | None = None, field: str = "date_time") -> datetime:
     """LoCoMo's "1:56 pm on 8 May, 2023" as aware UTC (English month names, whatever the locale)."""
     match = _LOCOMO_TIME.fullmatch(value) if isinstance(value, str) else None
-    month = _MONTHS.index(match[5][:3].lower()) + 1 if match and match[5][:3].lower() in _MONTHS else 0
+    month = _month(match[5]) if match else 0
     if match is None or not month or not 1 <= int(match[1]) <= 12:
         raise InputError(
             f"session time {value!r} is not like '1:56 pm on 8 May, 2023'", where=where, field=field
@@ -148,3 +161,9 @@ def parse_locomo_time(value: Any, *, where: str | None = None, field: str = "dat
         return datetime(int(match[6]), month, int(match[4]), hour, int(match[2]), tzinfo=UTC)
     except ValueError as exc:
         raise InputError(f"session time {value!r}: {exc}", where=where, field=field) from exc
+
+
+def _month(word: str) -> int:
+    """1-12 for an English month name or an abbreviation of 3+ letters ("Sep", "Sept"); 0 otherwise."""
+    word = word.lower()
+    return next((i for i, name in enumerate(_MONTHS, 1) if len(word) >= 3 and name.startswith(word)), 0)

@@ -50,7 +50,11 @@ class TenantStorage:
         snap_seq = self._load_snapshot(tm)
         self.seq = snap_seq
         if self._wal is not None:
-            for seq, record in self._wal.replay(after_seq=snap_seq):
+            if not self.read_only and self._wal.last_seq < snap_seq:
+                self._wal.truncate(snap_seq)  # the log restarts after the snapshot, never below it
+            # strict=False: damage inside the log stops replay at the last whole group (reported), so the
+            # tenant opens on its last good state instead of not at all.
+            for seq, record in self._wal.replay(after_seq=snap_seq, strict=False):
                 tm.apply(changes_from_records(record["changes"]))
                 self.seq = seq
                 self._since_snapshot += 1

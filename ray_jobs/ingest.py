@@ -59,7 +59,7 @@ def run_ingest(files: Sequence[str], store: str, default_tenant: str = "default"
         total = sum(c.num_records - c.num_rejected for c in checks)
         actors = _start_shards(store, shard_config, num_shards, max_batch, max_wait_ms, max_restarts, job_name)
         with tqdm(total=total, unit="msg", disable=not progress, smoothing=0.1) as bar:
-            router = Router(actors, max_unacked_rows=8 * max_batch, bar=bar)
+            router = Router(actors, max_ready_rows=4 * max_batch, bar=bar)
             try:
                 _route(router, [c.path for c in checks], fmt, default_tenant)
                 router.finish()

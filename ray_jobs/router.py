@@ -3,8 +3,12 @@
 Every delivery stays in `unacked` until its shard acknowledges it (written and fsynced). A shard whose
 call fails (actor died) or that answers with a new epoch (actor restarted) is sent again every
 delivery it has not acknowledged; the worker ignores seqs it already holds and the pipeline skips
-stored source ids, so nothing is lost and nothing doubles. `max_unacked_rows` per shard is the
-backpressure that keeps the driver from reading the whole log into memory ahead of slow shards.
+stored source ids, so nothing is lost and nothing doubles.
+
+Backpressure: the driver stops reading while a shard has more than `max_ready_rows` rows it could
+write now, or MAX_CALLS calls unanswered. Both clear without more input. (Waiting for *acks* instead
+could deadlock: a delivery whose tail sits in a partial batch is acknowledged only after more rows
+of its tenant arrive, or `max_wait_ms` passes.)
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from tqdm import tqdm
 from engine.errors import AmemError, StoreError
 from ray_jobs.shard import Status
 
-POLL_S = 0.2
+POLL_S = 0.05
+MAX_CALLS = 4
+"""Unanswered calls per shard before the driver waits."""
 RESTART_WAIT_S = 120.0
 
 
@@ -61,15 +67,16 @@ class _Shard:
     """A call failed: deliveries may not have arrived, so the next answer triggers a resend."""
     cursor: int = 0
     unacked: dict[int, _Delivery] = field(default_factory=dict)
-    num_unacked_rows: int = 0
+    num_ready: int = 0
+    """Rows it could write now, as of its latest answer."""
     num_records: int = 0
     tenants: set[str] = field(default_factory=set)
 
 
 class Router:
-    def __init__(self, actors: list[Any], max_unacked_rows: int, bar: tqdm | None = None) -> None:
+    def __init__(self, actors: list[Any], max_ready_rows: int, bar: tqdm | None = None) -> None:
         self.shards = [_Shard(actor) for actor in actors]
-        self.max_unacked_rows = max_unacked_rows
+        self.max_ready_rows = max_ready_rows
         self.bar = bar
         self.records_per_tenant: dict[str, int] = defaultdict(int)
         self.num_restarts = 0
@@ -82,12 +89,12 @@ class Router:
     def send(self, tenant: str, rows: list[dict[str, Any]]) -> None:
         index = shard_of(tenant, len(self.shards))
         shard = self.shards[index]
-        while shard.num_unacked_rows and shard.num_unacked_rows + len(rows) > self.max_unacked_rows:
+        while self._num_calls(index) >= MAX_CALLS or shard.num_ready > self.max_ready_rows:
             self._poll([index])
         delivery = _Delivery(self._next_seq, index, tenant, rows)
         self._next_seq += 1
         shard.unacked[delivery.seq] = delivery
-        shard.num_unacked_rows += len(rows)
+        shard.num_ready += len(rows)  # an upper bound until the shard's answer says
         shard.tenants.add(tenant)
         self._submit(delivery)
         self._collect(timeout=0)
@@ -95,6 +102,9 @@ class Router:
     def _submit(self, d: _Delivery) -> None:
         shard = self.shards[d.shard]
         self._calls[shard.actor.submit.remote(d.seq, d.tenant, d.rows, shard.cursor)] = (d.shard, d.seq)
+
+    def _num_calls(self, index: int) -> int:
+        return sum(1 for shard, _ in self._calls.values() if shard == index)
 
     def finish(self) -> None:
         """Ask every shard to write its partial batches, then wait until every delivery is acknowledged."""
@@ -106,12 +116,12 @@ class Router:
 
     # --- receiving -----------------------------------------------------------------
     def _poll(self, indexes: list[int]) -> None:
-        """Ask shards where they stand and wait for answers (acks arrive as batches get written)."""
+        """Wait a moment, ask shards where they stand and wait for every answer."""
+        time.sleep(POLL_S)
         for index in indexes:
             shard = self.shards[index]
             self._calls[shard.actor.status.remote(shard.cursor)] = (index, None)
         self._collect(timeout=None)
-        time.sleep(POLL_S)
 
     def _collect(self, timeout: float | None) -> None:
         """Handle every finished call; with timeout=None wait until all in-flight calls finished."""
@@ -132,6 +142,7 @@ class Router:
         shard = self.shards[index]
         if seq is not None and seq in shard.unacked:
             shard.unacked[seq].epoch = status.epoch
+        shard.num_ready = status.num_ready
         if status.epoch != shard.epoch or shard.is_suspect:
             self._resync(index, status.epoch)
         for acked in status.acked:
@@ -143,7 +154,6 @@ class Router:
         delivery = shard.unacked.pop(seq, None)
         if delivery is None:
             return  # acknowledged twice: an older answer arrived late
-        shard.num_unacked_rows -= len(delivery.rows)
         shard.num_records += len(delivery.rows)
         self.records_per_tenant[delivery.tenant] += len(delivery.rows)
         if self.bar is not None:

@@ -45,6 +45,9 @@ class Status:
     num_records: int
     num_batches: int
     num_queued: int
+    """Rows received and not yet written."""
+    num_ready: int
+    """Of those, the rows the worker can write without more input (full batches, the running batch)."""
 
 
 @dataclass(slots=True)
@@ -67,7 +70,8 @@ class ShardWorker:
         self._acked: list[int] = []
         self._seen: set[int] = set()
         self._num_records = self._num_batches = 0
-        self._busy = self._draining = self._stopping = False
+        self._num_busy = 0
+        self._draining = self._stopping = False
         self._error: BaseException | None = None
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"shard-{shard}", daemon=True)
@@ -121,17 +125,17 @@ class ShardWorker:
                 batch = self._wait_for_batch()
                 if batch is None:
                     return
-                self._busy = True
+                self._num_busy = len(batch[1])
             try:
                 self._add(*batch)
             except Exception as exc:  # kept and raised to the driver by its next call
                 with self._cond:
-                    self._error, self._busy = exc, False
+                    self._error, self._num_busy = exc, 0
                     self._cond.notify_all()
                 return
             with self._cond:
                 self._ack(batch[1])
-                self._busy = False
+                self._num_busy = 0
 
     def _wait_for_batch(self) -> tuple[str, list[_Queued]] | None:
         while not self._stopping:
@@ -180,9 +184,11 @@ class ShardWorker:
         self._cond.notify_all()
 
     def _status(self, cursor: int) -> Status:
-        queued = sum(len(q) for q in self._queues.values()) + (1 if self._busy else 0)
+        queued = sum(len(q) for q in self._queues.values())
+        full = sum(len(q) // self.max_batch * self.max_batch for q in self._queues.values())
         return Status(epoch=self.epoch, start=cursor, acked=self._acked[cursor:], num_acked=len(self._acked),
-                      num_records=self._num_records, num_batches=self._num_batches, num_queued=queued)
+                      num_records=self._num_records, num_batches=self._num_batches,
+                      num_queued=queued + self._num_busy, num_ready=full + self._num_busy)
 
     def _raise_error(self) -> None:
         if self._error is not None:

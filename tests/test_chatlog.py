@@ -287,6 +287,7 @@ def test_locomo_sample_problems(tmp_path: Path) -> None:
         ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
         ("12:09 am on 13 September, 2023", datetime(2023, 9, 13, 0, 9, tzinfo=UTC)),
         ("12:30 pm on 1 Jan, 2024", datetime(2024, 1, 1, 12, 30, tzinfo=UTC)),
+        ("3:04 pm on 2 Sept, 2022", datetime(2022, 9, 2, 15, 4, tzinfo=UTC)),
         ("  7:05 AM on 29 February, 2024 ", datetime(2024, 2, 29, 7, 5, tzinfo=UTC)),
     ],
 )
@@ -300,6 +301,7 @@ def test_locomo_times(text: str, expected: datetime) -> None:
         "13:00 pm on 1 May, 2023",
         "1:00 pm on 30 February, 2023",
         "1:00 pm on 1 Mai, 2023",
+        "1:00 pm on 1 Mayonnaise, 2023",
         "2023-05-01",
         "",
         None,

@@ -30,8 +30,7 @@ pytest.importorskip("ray.data")
 
 from ray_jobs.ingest import run_ingest, worker_env  # noqa: E402
 
-WORDS = ("coffee paris dog cat music guitar tennis nurse doctor hiking book movie train trip dinner sister "
-         "garden piano python cooking pasta bike ocean mountain denver teaching walnut table").split()
+WORDS = ["coffee", "paris", "dog", "cat", "music", "guitar", "tennis", "nurse", "doctor", "hiking", "book", "movie", "train", "trip", "dinner", "sister", "garden", "piano", "python", "cooking", "pasta", "bike", "ocean", "mountain", "denver", "teaching", "walnut", "table"]
 
 
 def write_log(path: Path, n: int, tenants: list[str], seed: int, start: int = 0) -> None:

@@ -369,10 +369,12 @@ def test_nothing_acknowledged_is_lost_when_the_writer_is_killed(tmp_path: Path) 
         child = subprocess.Popen(
             [sys.executable, "-c", CRASHER, str(path)], env=env, text=True, stdout=subprocess.PIPE
         )
-        time.sleep(0.4)
+        assert child.stdout is not None
+        first = child.stdout.readline()  # the child is writing: kill it mid-stream, not mid-import
+        time.sleep(0.2)
         child.send_signal(signal.SIGKILL)
         out, _ = child.communicate(timeout=60)
-        acked = [int(line) for line in out.split()]
+        acked = [int(line) for line in (first + out).split()]
         with WriteAheadLog(path, read_only=True) as wal:
             seqs = [seq for seq, _ in wal.replay()]
         assert acked and seqs == list(range(1, len(seqs) + 1))

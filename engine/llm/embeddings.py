@@ -40,6 +40,11 @@ class APIEncoder:
         assert self._dim is not None
         return self._dim
 
+    @dim.setter
+    def dim(self, value: int) -> None:
+        """Declare the dimension up front (e.g. from a snapshot): skips the probe, checks every answer."""
+        self._dim = value
+
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

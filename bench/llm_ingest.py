@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,14 @@ def _per_note(before: dict[str, Any], after: dict[str, Any], n: int) -> dict[str
     return out
 
 
-def _row(kind: str, concurrency: int, n: int, seconds: float, stages: dict[str, dict[str, float]],
-         server: dict[str, int]) -> dict[str, Any]:
+def _row(
+    kind: str,
+    concurrency: int,
+    n: int,
+    seconds: float,
+    stages: dict[str, dict[str, float]],
+    server: dict[str, int],
+) -> dict[str, Any]:
     return {
         "mode": kind,
         "concurrency": concurrency,
@@ -109,8 +116,19 @@ def run(server: StandInProcess, encoder: Encoder, n: int, concurrency: int | Non
     seconds = time.perf_counter() - started
     stages = _per_note(before, mem.cost.report(), n)
     mem.close()
-    return _row("sequential" if concurrency is None else "batched", concurrency or 1, n, seconds, stages,
-                server.stats())
+    return _row(
+        "sequential" if concurrency is None else "batched",
+        concurrency or 1,
+        n,
+        seconds,
+        stages,
+        server.stats(),
+    )
+
+
+def _best(repeat: int, once: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The fastest of `repeat` runs: on a shared machine the slow ones measure the neighbours."""
+    return max((once() for _ in range(repeat)), key=lambda row: row["notes_per_s"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -120,6 +138,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=None)
     parser.add_argument("--sequential-notes", type=int, default=None)
     parser.add_argument("--waves", type=int, default=None, help="batched notes = waves x concurrency")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per setting; the fastest is kept (both sides)"
+    )
     args = parser.parse_args(argv)
     levels = args.concurrency or ([1, 16, 64] if args.quick else [1, 16, 64, 256])
     n_seq = args.sequential_notes or (10 if args.quick else 40)
@@ -128,20 +149,41 @@ def main(argv: list[str] | None = None) -> None:
     encoder = WordLlamaEncoder()
     server = StandInProcess(args.latency)
     try:
-        sequential = run(server, encoder, n_seq, None)
-        rows = [run(server, encoder, max(waves * c, n_seq), c) for c in levels]
+        sequential = _best(args.repeat, lambda: run(server, encoder, n_seq, None))
+        rows = [
+            _best(args.repeat, lambda c=c: run(server, encoder, max(waves * c, n_seq), c)) for c in levels
+        ]
     finally:
         server.close()
     for row in rows:
         row["sequential_notes_per_s"] = sequential["notes_per_s"]
         row["speedup"] = row["notes_per_s"] / sequential["notes_per_s"]
-    columns = ["concurrency", "notes", "notes_per_s", "sequential_notes_per_s", "speedup", "calls_per_note",
-               "tokens_per_note", "server_peak_in_flight", "fallbacks"]
-    print(f"stand-in latency {args.latency * 1000:.0f} ms/request; sequential: {n_seq} notes, "
-          f"{sequential['calls_per_note']:.2f} calls/note, {sequential['notes_per_s']:.2f} notes/s")
+    columns = [
+        "concurrency",
+        "notes",
+        "notes_per_s",
+        "sequential_notes_per_s",
+        "speedup",
+        "calls_per_note",
+        "tokens_per_note",
+        "server_peak_in_flight",
+        "fallbacks",
+    ]
+    print(
+        f"stand-in latency {args.latency * 1000:.0f} ms/request; sequential: {n_seq} notes, "
+        f"{sequential['calls_per_note']:.2f} calls/note, {sequential['notes_per_s']:.2f} notes/s"
+    )
     print(table(rows, columns))
-    path = write_json("llm_ingest", {"latency_s": args.latency, "quick": args.quick, "sequential": sequential,
-                                     "batched": rows})
+    path = write_json(
+        "llm_ingest",
+        {
+            "latency_s": args.latency,
+            "quick": args.quick,
+            "repeat": args.repeat,
+            "sequential": sequential,
+            "batched": rows,
+        },
+    )
     print(f"wrote {path}")
 
 

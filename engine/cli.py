@@ -107,7 +107,7 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(args: argparse.Namespace, read_only: bool = True):  # type: ignore[no-untyped-def]
+def _open(args: argparse.Namespace, read_only: bool = True):
     from engine.memory import Memory
 
     return Memory(args.store, Config.from_env(read_only=read_only))

@@ -21,7 +21,7 @@ class StageCost:
     """Link/evolve targets the model named that were not offered (dropped, counted)."""
 
     def add(self, other: StageCost) -> None:
-        for name in self.__slots__:  # type: ignore[attr-defined]
+        for name in self.__slots__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
@@ -60,6 +60,6 @@ class CostMeter:
     def from_report(cls, report: dict[str, Any]) -> CostMeter:
         meter = cls()
         for stage, row in report.items():
-            fields = {k: row[k] for k in StageCost.__slots__ if k in row}  # type: ignore[attr-defined]
+            fields = {k: row[k] for k in StageCost.__slots__ if k in row}
             meter.stages[stage] = StageCost(**fields)
         return meter

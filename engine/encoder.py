@@ -44,7 +44,7 @@ class WordLlamaEncoder:
 
 
 @functools.cache
-def _load_wordllama(dim: int):  # type: ignore[no-untyped-def]
+def _load_wordllama(dim: int):
     import wordllama
     from wordllama import WordLlama
 

@@ -181,7 +181,7 @@ FRAMES: tuple[Frame, ...] = (
     # --- where someone lives --------------------------------------------------
     _f("residence", rf"\b(?:live|lives|living|lived|reside|resides|residing|resided)\s+in\s+{NAME}", "place"),
     _f("residence", r"\b(?:moved|moving|move|relocated|relocating|relocate)(?:\s+(?:back|out|over|away|down|up|"
-       rf"across\s+the\s+country))?\s+to\s+{NAME}", "place", change=True, check=is_place),
+       r"across\s+the\s+country))?(?:\s+from\s+[\w' -]+?)?\s+to\s+" + NAME, "place", change=True, check=is_place),
     _f("residence", rf"\bbased\s+(?:in|out\s+of)\s+{NAME}", "place"),
     _f("residence", rf"\bhome\s+(?:is|'s)\s+(?:now\s+)?(?:in\s+)?{NAME}", "place", check=is_proper_place),
     _f("residence", rf"\bmoved\s+(?:out\s+of|away\s+from)\s+{NAME}", "place", ends=True),
@@ -190,7 +190,8 @@ FRAMES: tuple[Frame, ...] = (
     _f("address", rf"\blive[sd]?\s+at\s+(?=\d){NAME}"),
     _f("address", rf"\baddress\s+{_BE}\s+(?:now\s+)?{NAME}"),
     # --- work -----------------------------------------------------------------------
-    _f("employer", rf"\b(?:work|works|working|worked)\s+(?:at|for)\s+{ORG}", check=is_org),
+    _f("employer", r"\b(?:work|works|working|worked)\s+(?:(?:[a-z]+ly|full[- ]time|part[- ]time)\s+)?(?:at|for)\s+"
+       + ORG, check=is_org),
     _f("employer", rf"\bemployed\s+(?:at|by)\s+{ORG}", check=is_org),
     _f("employer", rf"\b(?:(?:a|my|the|new|first|dream|current)\s+)*(?:job|position|gig)\s+(?:at|with)\s+{ORG}",
        check=is_org),

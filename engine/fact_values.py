@@ -90,6 +90,16 @@ def clean(raw: str) -> str:
     return re.sub(r"\s+(?:inc|llc|corp|ltd|co|company)\.?$", "", text)
 
 
+def display(raw: str) -> str:
+    """The value as written, minus edge fillers: 'Honestly the Celtics' -> 'Celtics'."""
+    tokens = raw.split()
+    while tokens and tokens[0].lower() in _EDGE:
+        tokens = tokens[1:]
+    while tokens and tokens[-1].lower() in _EDGE:
+        tokens = tokens[:-1]
+    return " ".join(tokens) or raw
+
+
 def _alias(value: str) -> str:
     return _ALIASES.get(value, value)
 
@@ -147,7 +157,7 @@ def domain(value: str) -> str:
         return ""
     first = tokens[0]
     if first in _VERBS or (first.endswith("ing") and len(first) > 5 and first not in _CATEGORIES):
-        return _verb_root(first)
+        return _CATEGORIES.get(_verb_root(first), _verb_root(first))  # "texting" is about contact
     head = _singular(tokens[-1])
     return _CATEGORIES.get(head, head)
 

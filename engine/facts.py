@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from engine.fact_frames import FRAMES, MULTI_VALUED, Frame, words
-from engine.fact_values import attribute_and_value
+from engine.fact_values import attribute_and_value, display
 
 SHARED = "shared"
 """Subject of 'the meeting', 'the rent': whoever speaks, it is the conversation's common thing."""
@@ -208,7 +208,7 @@ def _fact(frame: Frame, m: re.Match[str], clause: str, speaker: str | None, inhe
     negators = set(aux if frame.ends else said) & _NEGATORS
     negated = bool(negators) or bool(_ANYMORE.search(clause[m.end():]))
     return Fact(
-        subject=subject or inherited, attribute=attribute, value=value, text=raw or "",
+        subject=subject or inherited, attribute=attribute, value=value, text=display(raw) if raw else "",
         is_negated=negated != frame.ends, is_additive=bool(_ADDITIVE.search(clause)),
         is_replacement=bool(_REPLACEMENT.search(clause)),
         is_past=not frame.change and bool(set(said) & _PAST) and not set(aux) & _PERFECT,

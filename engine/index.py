@@ -109,7 +109,7 @@ class VectorIndex:
             scores, slots = self._flat.search(queries, k)
         else:
             bitmap = np.packbits(allowed, bitorder="little")
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap)))
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap)))  # type: ignore[call-arg]
             scores, slots = self._flat.search(queries, k, params=params)
         return [[(int(s), float(c)) for s, c in zip(row_s, row_c, strict=True) if s >= 0]
                 for row_s, row_c in zip(slots, scores, strict=True)]

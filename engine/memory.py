@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from engine.storage import TenantStorage
 from engine.store import TenantMemory
 from engine.tenant import validate_tenant
 from engine.timeutil import TimeLike, parse_time
-
 
 
 @dataclass(slots=True)
@@ -164,7 +162,7 @@ class Memory:
         return sorted(known)
 
     def stats(self) -> dict[str, Any]:
-        per = {}
+        per: dict[str, dict[str, Any]] = {}
         for name in self.tenants():
             t = self._tenant(name)
             s = t.state

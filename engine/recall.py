@@ -46,7 +46,7 @@ class Recipe:
 def search(tm: TenantMemory, query_vec: np.ndarray, query: str, recipe: Recipe) -> list[Hit]:
     mask = tm.mask(recipe.as_of, recipe.include_superseded)
     slots, scores = fuse(tm, query_vec, query, mask, recipe)
-    hits = [Hit(note=tm.notes[tm.index.ids[s]], score=float(c)) for s, c in zip(slots, scores, strict=True)]  # type: ignore[index]
+    hits = [Hit(note=tm.notes[tm.index.ids[s]], score=float(c)) for s, c in zip(slots, scores, strict=True)]
     if recipe.expand_links and hits:
         hits = expand(tm, hits, mask, recipe)
     for hit in hits:
@@ -103,7 +103,7 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 
 def _recency(tm: TenantMemory, slots: np.ndarray, recipe: Recipe) -> np.ndarray:
     ref = (recipe.as_of or utcnow()).timestamp()
-    ages = np.array([ref - tm.notes[tm.index.ids[s]].timestamp.timestamp() for s in slots])  # type: ignore[index]
+    ages = np.array([ref - tm.notes[tm.index.ids[s]].timestamp.timestamp() for s in slots])
     return np.power(0.5, np.clip(ages, 0, None) / (86400 * recipe.recency_half_life_days))  # type: ignore[operator]
 
 

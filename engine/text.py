@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 
@@ -58,7 +57,7 @@ def keywords(text: str, limit: int) -> list[str]:
     bonus for long words; stopwords and numbers-only tokens are skipped. Deterministic: ties keep text order.
     """
     raw = _TOKEN.findall(text)
-    scores: Counter[str] = Counter()
+    scores: dict[str, float] = {}
     first_seen: dict[str, int] = {}
     for pos, word in enumerate(raw):
         low = word.lower().replace("’", "'").removesuffix("'s")
@@ -66,7 +65,7 @@ def keywords(text: str, limit: int) -> list[str]:
             continue
         first_seen.setdefault(low, pos)
         proper = word[0].isupper() and pos > 0 and not _starts_sentence(text, word)
-        scores[low] += 1.0 + (1.5 if proper else 0.0) + min(len(low), 10) / 20
+        scores[low] = scores.get(low, 0.0) + 1.0 + (1.5 if proper else 0.0) + min(len(low), 10) / 20
     ranked = sorted(scores, key=lambda w: (-scores[w], first_seen[w]))
     return ranked[:limit]
 

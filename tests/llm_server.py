@@ -106,8 +106,11 @@ class StandInState:
 def answer_note(inp: dict[str, Any]) -> dict[str, Any]:
     terms = list(dict.fromkeys(words(inp["content"])))[:6] or ["smalltalk"]
     who = inp.get("speaker") or "Someone"
-    return {"keywords": terms, "tags": sorted({"dialogue", terms[0]}),
-            "context": f"{who} talks about {', '.join(terms[:3])}."}
+    return {
+        "keywords": terms,
+        "tags": sorted({"dialogue", terms[0]}),
+        "context": f"{who} talks about {', '.join(terms[:3])}.",
+    }
 
 
 def answer_link(inp: dict[str, Any]) -> dict[str, Any]:
@@ -132,14 +135,16 @@ def answer_evolve(inp: dict[str, Any]) -> dict[str, Any]:
     updates = []
     for nb in inp["neighbours"]:
         extra = next((w for w in mine if w not in nb["tags"]), None)
-        updates.append({
-            "handle": nb["handle"],
-            "context": f"{nb['context']} Later related: {' '.join(mine[:2])}.".strip(),
-            "keywords": None,
-            "tags": nb["tags"] + ([extra] if extra else []),
-            "supersedes": _supersedes(note, nb),
-            "reason": "new related note",
-        })
+        updates.append(
+            {
+                "handle": nb["handle"],
+                "context": f"{nb['context']} Later related: {' '.join(mine[:2])}.".strip(),
+                "keywords": None,
+                "tags": nb["tags"] + ([extra] if extra else []),
+                "supersedes": _supersedes(note, nb),
+                "reason": "new related note",
+            }
+        )
     return {"updates": updates}
 
 
@@ -158,8 +163,18 @@ def corrupt(stage: str, kind: str, answer: dict[str, Any]) -> str:
     elif kind == "wrong_type" and stage == "note":
         answer["keywords"] = ", ".join(answer["keywords"])
     elif kind == "wrong_type":
-        bad = {"handle": "0", "reason": "x"} if stage == "link" else {
-            "handle": 0, "reason": "x", "context": None, "keywords": None, "tags": None, "supersedes": "yes"}
+        bad = (
+            {"handle": "0", "reason": "x"}
+            if stage == "link"
+            else {
+                "handle": 0,
+                "reason": "x",
+                "context": None,
+                "keywords": None,
+                "tags": None,
+                "supersedes": "yes",
+            }
+        )
         answer[_LIST_KEY[stage]] = [bad]
     elif kind == "unknown_handle" and stage != "note":
         extra: dict[str, Any] = {"handle": 99, "reason": "hallucinated"}
@@ -238,8 +253,11 @@ class StandInApp:
         prompt_tokens = sum(len(m["content"]) for m in request["messages"]) // 4 + 1
         completion_tokens = len(text) // 4 + 1
         self.state.seen.append(Seen(stage, kind, 200, prompt_tokens, completion_tokens))
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                 "total_tokens": prompt_tokens + completion_tokens}
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
         body = {"id": "cmpl-standin", "object": "chat.completion", "choices": [choice], "usage": usage}
         return 200, body, []
@@ -253,8 +271,10 @@ class StandInApp:
             return await self._fault_status(kind)
         tokens = sum(len(t) for t in texts) // 4 + 1
         self.state.seen.append(Seen("embed", kind, 200, tokens))
-        data = [{"object": "embedding", "index": i, "embedding": embed(t, self.state.embed_dim)}
-                for i, t in enumerate(texts)]
+        data = [
+            {"object": "embedding", "index": i, "embedding": embed(t, self.state.embed_dim)}
+            for i, t in enumerate(texts)
+        ]
         # Shuffled order: clients must sort by `index`, as the protocol says.
         return 200, {"object": "list", "data": data[::-1], "usage": {"prompt_tokens": tokens}}, []
 
@@ -281,11 +301,18 @@ class StandIn:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(StandInApp(self.state), log_level="error", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=1, backlog=4096)
+        config = uvicorn.Config(
+            StandInApp(self.state),
+            log_level="error",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+            backlog=4096,
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
-                                        name="llm-stand-in", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, name="llm-stand-in", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -329,15 +356,21 @@ class StubFallback:
         from engine.schemas import Annotation
 
         self.calls["note"] += len(items)
-        return [Annotation(keywords=words(i.content)[:3] or ["none"], tags=["fallback"],
-                           context="fallback context") for i in items]
+        return [
+            Annotation(
+                keywords=words(i.content)[:3] or ["none"], tags=["fallback"], context="fallback context"
+            )
+            for i in items
+        ]
 
     def judge_links(self, requests: Any) -> list[list[Any]]:
         from engine.schemas import LinkChoice
 
         self.calls["link"] += len(requests)
-        return [[LinkChoice(target=r.candidates[0].note.id, reason="fallback")] if r.candidates else []
-                for r in requests]
+        return [
+            [LinkChoice(target=r.candidates[0].note.id, reason="fallback")] if r.candidates else []
+            for r in requests
+        ]
 
     def evolve(self, requests: Any) -> list[list[Any]]:
         self.calls["evolve"] += len(requests)

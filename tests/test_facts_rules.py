@@ -145,6 +145,51 @@ def test_unrelated_phrases_that_look_like_frames_do_not_supersede() -> None:
     assert sup("I'm 40.", "I'm 5 minutes away.") is None
 
 
+# Phrasings written after the rules, to check they generalise (kept as a regression table).
+_VARIETY = [
+    ("I'm based out of Chicago.", "I've relocated to Miami for the winter.", True),
+    ("I live in New York.", "We moved from New York to Seattle in June.", True),
+    ("I work for the city council.", "I was hired by Deloitte last week.", True),
+    ("I'm working at a startup called Zapp.", "Zapp shut down, so I joined Figma.", True),
+    ("I work at Acme.", "I work remotely for Stripe now.", True),
+    ("My job title is product manager.", "My title is now senior product manager.", True),
+    ("I'm a freelance photographer.", "I work as a full-time wedding planner now.", True),
+    ("I'm happily married.", "We separated in the fall.", True),
+    ("My cell is (415) 555-0101.", "My new cell number is (415) 555-0199.", True),
+    ("Reach me at old@mail.com.", "My email address changed to new@mail.com.", True),
+    ("My favourite season is summer.", "Autumn is my favourite season now.", True),
+    ("I prefer texting.", "I prefer phone calls now.", True),
+    ("I drive a Mazda 3.", "I'm driving a Kia Telluride now.", True),
+    ("I'm pescatarian.", "I've gone fully vegetarian.", True),
+    ("The concert is on Friday night.", "The concert was postponed to next Saturday.", True),
+    ("Our anniversary dinner is at 8pm.", "We moved our anniversary dinner to 7pm.", True),
+    ("My internet bill is $60.", "My internet bill is now $75.", True),
+    ("We have 4 chickens.", "We now have 6 chickens.", True),
+    ("I go to Riverside Community College.", "I transferred to UCLA this fall.", True),
+    ("I go to bed around 10pm.", "These days I go to bed at midnight.", True),
+    ("I speak Italian.", "I don't speak Italian anymore, I've forgotten it all.", True),
+    ("I'm based out of Chicago.", "I'm flying to Miami for the weekend.", False),
+    ("I work for the city council.", "My daughter was hired by Deloitte.", False),
+    ("I'm happily married.", "My parents separated years ago.", False),
+    ("My favourite season is summer.", "Summer is my mom's favourite season.", False),
+    ("I drive a Mazda 3.", "I rented a Kia for the trip.", False),
+    ("I'm pescatarian.", "I cooked a vegetarian lasagna.", False),
+    ("The concert is on Friday night.", "The concert on Friday night will be epic.", False),
+    ("My lease costs $2,100 a month.", "Parking costs $150 a month.", False),
+    ("I go to bed around 10pm.", "I went to bed at 2am last night.", False),
+    ("I live in Oslo.", "Thinking of moving to Bergen.", False),
+    ("I work at Nike.", "Nike is hiring, you should apply!", False),
+    ("I live in Oslo.", "He lives in Oslo too.", False),
+    ("I'm vegan.", "On another note, I made vegan ice cream last Friday.", False),
+    ("I'm single.", "I like breaking up my studying into smaller parts.", False),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), _VARIETY)
+def test_phrasing_variety(old: str, new: str, expected: bool) -> None:
+    assert (sup(old, new) is not None) == expected
+
+
 # --- extract_facts ------------------------------------------------------------------------------
 def test_extract_facts_resolves_subjects() -> None:
     facts = extract_facts("I live in Denver and my brother works at Intel.", "Alice")

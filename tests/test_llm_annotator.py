@@ -25,9 +25,17 @@ T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)
 
 
 def note(content: str, speaker: str = "ana", **fields: Any) -> Note:
-    return Note(id=new_id(), tenant="t", content=content, timestamp=T0, speaker=speaker,
-                keywords=fields.pop("keywords", ["k"]), tags=fields.pop("tags", ["t"]),
-                context=fields.pop("context", "ctx"), **fields)
+    return Note(
+        id=new_id(),
+        tenant="t",
+        content=content,
+        timestamp=T0,
+        speaker=speaker,
+        keywords=fields.pop("keywords", ["k"]),
+        tags=fields.pop("tags", ["t"]),
+        context=fields.pop("context", "ctx"),
+        **fields,
+    )
 
 
 def link_request(content: str, candidates: list[Note]) -> LinkRequest:
@@ -45,8 +53,14 @@ def fallback() -> StubFallback:
 
 
 def annotator(server_url: str, cost: CostMeter, fallback: StubFallback, **overrides: Any) -> LLMAnnotator:
-    config = Config(annotator="llm", llm_url=server_url, llm_retries=2, llm_backoff_s=0.002,
-                    llm_timeout_s=overrides.pop("llm_timeout_s", 10.0), **overrides)
+    config = Config(
+        annotator="llm",
+        llm_url=server_url,
+        llm_retries=2,
+        llm_backoff_s=0.002,
+        llm_timeout_s=overrides.pop("llm_timeout_s", 10.0),
+        **overrides,
+    )
     return make_llm_annotator(config, cost, fallback)  # type: ignore[return-value]
 
 
@@ -61,7 +75,10 @@ def ann(llm_server: StandIn, cost: CostMeter, fallback: StubFallback):
 
 
 def test_parse_annotation_accepts_and_cleans() -> None:
-    raw = '```json\n{"keywords": ["Paris", "paris", " trip  plan "], "tags": ["travel"],' ' "context": " A trip. "}\n```'
+    raw = (
+        '```json\n{"keywords": ["Paris", "paris", " trip  plan "], "tags": ["travel"],'
+        ' "context": " A trip. "}\n```'
+    )
     got = prompts.parse_annotation(raw, max_keywords=12, max_tags=5)
     assert got.keywords == ["Paris", "trip plan"] and got.tags == ["travel"] and got.context == "A trip."
     assert got.annotated_by == "llm"
@@ -85,8 +102,16 @@ def test_parse_annotation_names_the_bad_field(raw: str, field: str) -> None:
 
 def test_parse_links_maps_handles_to_ids_and_counts_unknown() -> None:
     cands = [Candidate(h, note(f"n{h}"), 0.5) for h in range(3)]
-    raw = json.dumps({"links": [{"handle": 2, "reason": "r2"}, {"handle": 7, "reason": "?"},
-                                {"handle": 2, "reason": "dup"}, {"handle": 0, "reason": "r0"}]})
+    raw = json.dumps(
+        {
+            "links": [
+                {"handle": 2, "reason": "r2"},
+                {"handle": 7, "reason": "?"},
+                {"handle": 2, "reason": "dup"},
+                {"handle": 0, "reason": "r0"},
+            ]
+        }
+    )
     choices, dropped = prompts.parse_links(raw, cands)
     assert [c.target for c in choices] == [cands[2].note.id, cands[0].note.id] and dropped == 1
     with pytest.raises(LLMBadOutput, match=r"links\[0\].handle"):
@@ -96,10 +121,28 @@ def test_parse_links_maps_handles_to_ids_and_counts_unknown() -> None:
 def test_parse_updates_targets_by_handle_not_rank() -> None:
     """The reference code writes evolution back by result rank; handle 1 must change neighbour 1 only."""
     neighbours = [note("first"), note("second"), note("third")]
-    raw = json.dumps({"updates": [{"handle": 1, "context": "new ctx", "keywords": None, "tags": ["x"],
-                                   "supersedes": True, "reason": "moved"},
-                                  {"handle": 5, "context": None, "keywords": None, "tags": None,
-                                   "supersedes": False, "reason": ""}]})
+    raw = json.dumps(
+        {
+            "updates": [
+                {
+                    "handle": 1,
+                    "context": "new ctx",
+                    "keywords": None,
+                    "tags": ["x"],
+                    "supersedes": True,
+                    "reason": "moved",
+                },
+                {
+                    "handle": 5,
+                    "context": None,
+                    "keywords": None,
+                    "tags": None,
+                    "supersedes": False,
+                    "reason": "",
+                },
+            ]
+        }
+    )
     updates, dropped = prompts.parse_updates(raw, neighbours, max_keywords=12, max_tags=5)
     assert dropped == 1 and len(updates) == 1
     assert updates[0].target == neighbours[1].id and updates[0].supersedes and updates[0].keywords is None
@@ -123,8 +166,14 @@ def test_prompts_fixed_prefix_and_variable_json_last() -> None:
 
 
 def items(n: int, fault: str = "", every: int = 1) -> list[Interaction]:
-    return [Interaction(f"Ana planned trip number {i} to Lisbon with Bo {fault if i % every == 0 else ''}",
-                        T0 + timedelta(minutes=i), "ana") for i in range(n)]
+    return [
+        Interaction(
+            f"Ana planned trip number {i} to Lisbon with Bo {fault if i % every == 0 else ''}",
+            T0 + timedelta(minutes=i),
+            "ana",
+        )
+        for i in range(n)
+    ]
 
 
 def test_clean_batch_all_llm(ann: LLMAnnotator, llm_server: StandIn, cost: CostMeter) -> None:
@@ -177,8 +226,13 @@ def test_link_and_evolve_faults(
     kind: str, ann: LLMAnnotator, cost: CostMeter, fallback: StubFallback
 ) -> None:
     cands = [note("Ana booked a Lisbon flight"), note("Bo likes chess"), note("Lisbon hotel for Ana")]
-    reqs = [link_request(f"Ana trip Lisbon plan {i} <<fault:link:{kind}:all>>" if i == 1 else
-                         f"Ana trip Lisbon plan {i}", cands) for i in range(3)]
+    reqs = [
+        link_request(
+            f"Ana trip Lisbon plan {i} <<fault:link:{kind}:all>>" if i == 1 else f"Ana trip Lisbon plan {i}",
+            cands,
+        )
+        for i in range(3)
+    ]
     links = ann.judge_links(reqs)
     assert [len(x) for x in links] == [2, 1, 2]  # item 1 got the fallback's single link
     assert links[0][0].target == cands[0].id and links[0][1].target == cands[2].id
@@ -290,8 +344,11 @@ class _FakeLLM:
         for text in texts:
             payload = json.loads(json.loads(text)[1]["content"])
             content = payload.get("content", "")
-            answer = "not json" if "bad" in content else json.dumps(
-                {"keywords": content.split()[:2], "tags": ["x"], "context": "c"})
+            answer = (
+                "not json"
+                if "bad" in content
+                else json.dumps({"keywords": content.split()[:2], "tags": ["x"], "context": "c"})
+            )
             out = types.SimpleNamespace(text=answer, token_ids=[0] * 5)
             outs.append(types.SimpleNamespace(prompt_token_ids=[0] * 11, outputs=[out]))
         return outs
@@ -328,8 +385,9 @@ def test_vllm_params_use_the_stage_schema(fake_vllm: Any, cost: CostMeter) -> No
 
     backend = VLLMBackend(Config(annotator="vllm"), cost)
     prompt = prompts.link_prompt(link_request("x", [note("y")]), 100)
-    assert backend.complete_batch("link", [prompt], prompts.SCHEMAS["link"]) == ['{"keywords": [], "tags": ["x"], '
-                                                                                  '"context": "c"}']
+    assert backend.complete_batch("link", [prompt], prompts.SCHEMAS["link"]) == [
+        '{"keywords": [], "tags": ["x"], "context": "c"}'
+    ]
     params = backend._llm.params[0]
     assert params["structured_outputs"] == ("structured", {"json": prompts.SCHEMAS["link"]})
     assert params["temperature"] == 0.0
@@ -338,8 +396,9 @@ def test_vllm_params_use_the_stage_schema(fake_vllm: Any, cost: CostMeter) -> No
 def test_http_backend_is_a_backend(llm_server: StandIn, cost: CostMeter) -> None:
     backend = HTTPBackend(Config(annotator="llm", llm_url=llm_server.url), cost)
     try:
-        got = backend.complete_batch("note", [prompts.note_prompt(Interaction("Lisbon trip", T0), 100)],
-                                     prompts.SCHEMAS["note"])
+        got = backend.complete_batch(
+            "note", [prompts.note_prompt(Interaction("Lisbon trip", T0), 100)], prompts.SCHEMAS["note"]
+        )
     finally:
         backend.close()
     assert isinstance(got[0], str) and "lisbon" in got[0]

@@ -23,7 +23,10 @@ SCHEMA = prompts.SCHEMAS["note"]
 
 
 def note_prompts(n: int, suffix: str = "") -> list[prompts.Prompt]:
-    return [prompts.note_prompt(Interaction(f"Ana visits Lisbon day {i} {suffix}", T0, "ana"), 8000) for i in range(n)]
+    return [
+        prompts.note_prompt(Interaction(f"Ana visits Lisbon day {i} {suffix}", T0, "ana"), 8000)
+        for i in range(n)
+    ]
 
 
 def backend(url: str, cost: CostMeter, **overrides: object) -> HTTPBackend:
@@ -117,7 +120,11 @@ def test_usage_is_accounted_per_stage(llm_server: StandIn) -> None:
 def test_retryable_faults_are_retried_and_counted(kind: str, llm_server: StandIn) -> None:
     cost = CostMeter()
     b = backend(llm_server.url, cost, llm_timeout_s=0.4 if kind == "timeout" else 10.0)
-    batch = note_prompts(4) + note_prompts(2, f"<<fault:note:{kind}:2>>") + note_prompts(1, f"<<fault:note:{kind}:all>>")
+    batch = (
+        note_prompts(4)
+        + note_prompts(2, f"<<fault:note:{kind}:2>>")
+        + note_prompts(1, f"<<fault:note:{kind}:all>>")
+    )
     try:
         answers = b.complete_batch("note", batch, SCHEMA)
     finally:
@@ -160,8 +167,10 @@ def test_sync_entry_works_inside_a_running_loop_and_from_threads(llm_server: Sta
     results: list[list[str | LLMError]] = []
     try:
         results.append(asyncio.run(handler()))
-        threads = [threading.Thread(target=lambda: results.append(b.complete_batch("note", note_prompts(5), SCHEMA)))
-                   for _ in range(4)]
+        threads = [
+            threading.Thread(target=lambda: results.append(b.complete_batch("note", note_prompts(5), SCHEMA)))
+            for _ in range(4)
+        ]
         for t in threads:
             t.start()
         for t in threads:

@@ -8,7 +8,7 @@ from llm_server import StandIn, dead_url, embed
 
 from engine.config import Config
 from engine.cost import CostMeter
-from engine.errors import ConfigError, LLMRetryable
+from engine.errors import ConfigError, LLMBadOutput, LLMRetryable
 from engine.llm.embeddings import APIEncoder
 
 pytest_plugins = ["conftest_llm"]
@@ -78,3 +78,15 @@ def test_dead_server_raises(llm_server: StandIn) -> None:
 def test_needs_a_url() -> None:
     with pytest.raises(ConfigError):
         APIEncoder(Config())
+
+
+def test_declared_dim_skips_the_probe_and_is_checked(llm_server: StandIn) -> None:
+    enc = encoder(llm_server.url)
+    try:
+        enc.dim = 48
+        assert enc.dim == 48 and llm_server.state.seen == []
+        enc.dim = 64
+        with pytest.raises(LLMBadOutput, match="dimension"):
+            enc.encode_batch(texts(2))
+    finally:
+        enc.close()

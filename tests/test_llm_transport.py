@@ -15,8 +15,14 @@ Reply = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 async def _read_request(reader: asyncio.StreamReader) -> bytes:
     head = await reader.readuntil(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length")), 0)
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        ),
+        0,
+    )
     return await reader.readexactly(length)
 
 
@@ -28,7 +34,9 @@ def _serve(reply: Reply, requests: list[tuple[str, bytes]]) -> list[httpx.Respon
         port = server.sockets[0].getsockname()[1]
         transport = LeanTransport(max_connections=4)
         out = []
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", transport=transport, timeout=2) as client:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", transport=transport, timeout=2
+        ) as client:
             for path, body in requests:
                 out.append(await client.post(path, content=body))
         server.close()
@@ -61,7 +69,9 @@ def test_chunked_and_read_to_close() -> None:
     async def reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         body = await _read_request(reader)
         if body == b"chunked":
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3;x=1\r\n:1}\r\n0\r\n\r\n")
+            writer.write(
+                b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n3;x=1\r\n:1}\r\n0\r\n\r\n'
+            )
         else:
             writer.write(b"HTTP/1.1 500 Oops\r\nConnection: close\r\n\r\nplain until close")
         await writer.drain()

@@ -13,7 +13,10 @@ __all__ = ["PROMPT_VERSION", "Backend", "LLMAnnotator", "make_llm_annotator"]
 
 
 def make_llm_annotator(config: Config, cost: CostMeter, fallback: Annotator) -> Annotator:
-    """The annotator for config.annotator 'llm' (HTTP server) or 'vllm' (in-process); `fallback` does failed items."""
+    """The annotator for config.annotator 'llm' (HTTP server) or 'vllm' (in-process).
+
+    `fallback` (the embedded annotator) does the items the LLM could not; they are counted in `cost`.
+    """
     backend: Backend
     if config.annotator == "llm":
         from engine.llm.client import HTTPBackend

@@ -27,6 +27,8 @@ from engine.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, N
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")  # a stage request
+A = TypeVar("A")  # one item of a stage answer
 FALLBACK_MARK = "embedded-fallback"
 
 
@@ -35,7 +37,9 @@ class Backend(Protocol):
 
     name: str
 
-    def complete_batch(self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]) -> list[str | LLMError]:
+    def complete_batch(
+        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]
+    ) -> list[str | LLMError]:
         """One answer text (or the LLMError it ended with) per prompt, same order; records its own cost."""
         ...
 
@@ -58,8 +62,11 @@ class LLMAnnotator:
     def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
         limit = self._config.max_content_chars
         kw, tags = self._config.max_keywords, self._config.max_tags
-        results = self._run("note", [prompts.note_prompt(i, limit) for i in items],
-                            lambda raw, _: prompts.parse_annotation(raw, max_keywords=kw, max_tags=tags))
+        results = self._run(
+            "note",
+            [prompts.note_prompt(i, limit) for i in items],
+            lambda raw, _: prompts.parse_annotation(raw, max_keywords=kw, max_tags=tags),
+        )
         failed = [i for i, r in enumerate(results) if isinstance(r, LLMError)]
         if failed:
             backup = self._fallback.annotate([items[i] for i in failed])
@@ -69,24 +76,26 @@ class LLMAnnotator:
 
     def judge_links(self, requests: Sequence[LinkRequest]) -> list[list[LinkChoice]]:
         limit = self._config.max_content_chars
-        todo = [i for i, r in enumerate(requests) if r.candidates]
-        results = self._run("link", [prompts.link_prompt(requests[i], limit) for i in todo],
-                            lambda raw, j: prompts.parse_links(raw, requests[todo[j]].candidates))
-        out: list[list[LinkChoice]] = [[] for _ in requests]
-        self._settle("link", todo, results, out, lambda idx: self._fallback.judge_links([requests[i] for i in idx]))
-        return out
+        asked = [i for i, r in enumerate(requests) if r.candidates]  # no candidates: nothing to ask
+        results = self._run(
+            "link",
+            [prompts.link_prompt(requests[i], limit) for i in asked],
+            lambda raw, j: prompts.parse_links(raw, requests[asked[j]].candidates),
+        )
+        return self._settle("link", requests, asked, results, self._fallback.judge_links)
 
     def evolve(self, requests: Sequence[EvolveRequest]) -> list[list[NeighbourUpdate]]:
         limit = self._config.max_content_chars
         kw, tags = self._config.max_keywords, self._config.max_tags
-        todo = [i for i, r in enumerate(requests) if r.neighbours]
+        asked = [i for i, r in enumerate(requests) if r.neighbours]
         results = self._run(
-            "evolve", [prompts.evolve_prompt(requests[i], limit) for i in todo],
-            lambda raw, j: prompts.parse_updates(raw, requests[todo[j]].neighbours, max_keywords=kw, max_tags=tags),
+            "evolve",
+            [prompts.evolve_prompt(requests[i], limit) for i in asked],
+            lambda raw, j: prompts.parse_updates(
+                raw, requests[asked[j]].neighbours, max_keywords=kw, max_tags=tags
+            ),
         )
-        out: list[list[NeighbourUpdate]] = [[] for _ in requests]
-        self._settle("evolve", todo, results, out, lambda idx: self._fallback.evolve([requests[i] for i in idx]))
-        return out
+        return self._settle("evolve", requests, asked, results, self._fallback.evolve)
 
     def close(self) -> None:
         self._backend.close()
@@ -112,30 +121,38 @@ class LLMAnnotator:
     def _settle(
         self,
         stage: str,
-        todo: list[int],
-        results: list[Any],
-        out: list[Any],
-        fallback: Callable[[list[int]], list[Any]],
-    ) -> None:
-        """Writes each (value, dropped) result into `out[todo[j]]`; failed items go to the fallback."""
-        failed = [todo[j] for j, r in enumerate(results) if isinstance(r, LLMError)]
+        requests: Sequence[R],
+        asked: list[int],
+        results: list[tuple[list[A], int] | LLMError],
+        fallback: Callable[[list[R]], list[list[A]]],
+    ) -> list[list[A]]:
+        """Per request: the validated answer (counting its dropped handles), the fallback's, or nothing."""
+        out: list[list[A]] = [[] for _ in requests]
+        failed = [i for i, result in zip(asked, results, strict=True) if isinstance(result, LLMError)]
         dropped = 0
-        for j, result in enumerate(results):
+        for i, result in zip(asked, results, strict=True):
             if not isinstance(result, LLMError):
-                out[todo[j]], num_dropped = result
+                out[i], num_dropped = result
                 dropped += num_dropped
         if dropped:
             self._cost.record(stage, dropped_links=dropped)
         if failed:
-            for i, value in zip(failed, fallback(failed), strict=True):
+            for i, value in zip(failed, fallback([requests[i] for i in failed]), strict=True):
                 out[i] = value
+        return out
 
     def _report(self, stage: str, results: Sequence[object]) -> None:
         errors = [r for r in results if isinstance(r, LLMError)]
         if errors:
             self._cost.record(stage, fallbacks=len(errors))
-            log.warning("llm stage %s: %d of %d items fall back to %s; first error: %s",
-                        stage, len(errors), len(results), self._fallback.name, errors[0])
+            log.warning(
+                "llm stage %s: %d of %d items fall back to %s; first error: %s",
+                stage,
+                len(errors),
+                len(results),
+                self._fallback.name,
+                errors[0],
+            )
 
 
 def _retry_prompt(prompt: Prompt, answer: str | LLMError, error: LLMBadOutput) -> Prompt:

@@ -105,7 +105,9 @@ class LoopThread:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         if threading.current_thread() is self._thread:
             coro.close()
-            raise LLMError("LoopThread.run called from its own loop (would deadlock); await the coroutine instead")
+            raise LLMError(
+                "LoopThread.run called from its own loop (would deadlock); await the coroutine instead"
+            )
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def create(self, factory: Callable[[], T]) -> T:
@@ -158,16 +160,25 @@ class OpenAIClient:
         tokens = estimate_tokens(prompt, self._config.llm_max_tokens)
         data, latency_s = await self._send(stage, tokens, "/chat/completions", body)
         done = _completion(data, prompt)
-        self._record(stage, calls=1, prompt_tokens=done.prompt_tokens,
-                     completion_tokens=done.completion_tokens, latency_s=latency_s)
+        self._record(
+            stage,
+            calls=1,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            latency_s=latency_s,
+        )
         return done.text
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         tokens = sum(len(t) for t in texts) // 4 + 1
-        data, latency_s = await self._send("embed", tokens, "/embeddings", {"model": self.model, "input": list(texts)})
+        data, latency_s = await self._send(
+            "embed", tokens, "/embeddings", {"model": self.model, "input": list(texts)}
+        )
         vectors = _embeddings(data, len(texts))
         usage = data.get("usage") or {}
-        self._record("embed", calls=1, prompt_tokens=int(usage.get("prompt_tokens", tokens)), latency_s=latency_s)
+        self._record(
+            "embed", calls=1, prompt_tokens=int(usage.get("prompt_tokens", tokens)), latency_s=latency_s
+        )
         return vectors
 
     async def aclose(self) -> None:
@@ -177,7 +188,9 @@ class OpenAIClient:
         if self._cost is not None:
             self._cost.record(stage, **amounts)
 
-    async def _send(self, stage: str, tokens: int, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    async def _send(
+        self, stage: str, tokens: int, path: str, body: dict[str, Any]
+    ) -> tuple[dict[str, Any], float]:
         """The response JSON and the latency of the attempt that got it (time queued at the gate excluded)."""
         for attempt in range(self._config.llm_retries + 1):
             charged = await self._gate.acquire(tokens)
@@ -271,7 +284,9 @@ class HTTPBackend:
         url, model = config.llm_url, config.llm_model
         self._client = self._loop.create(lambda: OpenAIClient(config, base_url=url, model=model, cost=cost))
 
-    def complete_batch(self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]) -> list[str | LLMError]:
+    def complete_batch(
+        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]
+    ) -> list[str | LLMError]:
         """Every prompt's answer text, or the LLMError it ended with (same order)."""
         return self._loop.run(gather_llm([self._client.chat(stage, p, schema) for p in prompts]))
 

@@ -31,7 +31,9 @@ class APIEncoder:
         self._dim: int | None = None
         self._loop = LoopThread("amem-embed")
         url = config.embed_url
-        self._client = self._loop.create(lambda: OpenAIClient(config, base_url=url, model=self.model, cost=cost))
+        self._client = self._loop.create(
+            lambda: OpenAIClient(config, base_url=url, model=self.model, cost=cost)
+        )
 
     @property
     def dim(self) -> int:

@@ -62,14 +62,23 @@ _NULLABLE_STR_LIST = {"anyOf": [_STR_LIST, {"type": "null"}]}
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "note": _object({"keywords": _STR_LIST, "tags": _STR_LIST, "context": {"type": "string"}}),
     "link": _object(
-        {"links": {"type": "array", "items": _object({"handle": {"type": "integer", "minimum": 0},
-                                                      "reason": {"type": "string"}})}}
+        {
+            "links": {
+                "type": "array",
+                "items": _object({"handle": {"type": "integer", "minimum": 0}, "reason": {"type": "string"}}),
+            }
+        }
     ),
     "evolve": _object(
         {
@@ -116,7 +125,11 @@ def _note_view(note: Note, max_chars: int) -> dict[str, Any]:
 
 
 def note_prompt(item: Interaction, max_chars: int) -> Prompt:
-    payload = {"content": clip(item.content, max_chars), "time": item.timestamp.isoformat(), "speaker": item.speaker}
+    payload = {
+        "content": clip(item.content, max_chars),
+        "time": item.timestamp.isoformat(),
+        "speaker": item.speaker,
+    }
     return _prompt("note", payload)
 
 
@@ -134,7 +147,9 @@ def evolve_prompt(request: EvolveRequest, max_chars: int) -> Prompt:
 
 def repair_prompt(prompt: Prompt, answer: str, error: LLMBadOutput) -> Prompt:
     """Re-ask once: the same conversation (same cached prefix), the rejected answer, and why."""
-    complaint = f"Your answer was rejected: {error}. Reply again with only the JSON object the instructions ask for."
+    complaint = (
+        f"Your answer was rejected: {error}. Reply again with only the JSON object the instructions ask for."
+    )
     return [*prompt, {"role": "assistant", "content": answer}, {"role": "user", "content": complaint}]
 
 
@@ -167,7 +182,9 @@ def _expect(value: Any, kind: type | tuple[type, ...], path: str, *, nullable: b
         return None
     # bool is an int subclass in Python; a handle of `true` is a wrong type, not handle 1.
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        raise LLMBadOutput(f"field '{path}': expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+        raise LLMBadOutput(
+            f"field '{path}': expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}"
+        )
     return value
 
 
@@ -217,7 +234,9 @@ def parse_links(raw: str, candidates: Sequence[Candidate]) -> tuple[list[LinkCho
     return list(choices.values()), dropped
 
 
-def _update(item: dict[str, Any], path: str, target: str, max_keywords: int, max_tags: int) -> NeighbourUpdate:
+def _update(
+    item: dict[str, Any], path: str, target: str, max_keywords: int, max_tags: int
+) -> NeighbourUpdate:
     context = _expect(_field(item, "context", path), str, f"{path}context", nullable=True)
     keywords = _terms(_field(item, "keywords", path), f"{path}keywords", max_keywords, nullable=True)
     tags = _terms(_field(item, "tags", path), f"{path}tags", max_tags, nullable=True)
@@ -235,7 +254,7 @@ def _update(item: dict[str, Any], path: str, target: str, max_keywords: int, max
 def parse_updates(
     raw: str, neighbours: Sequence[Note], *, max_keywords: int, max_tags: int
 ) -> tuple[list[NeighbourUpdate], int]:
-    """Neighbour updates mapped from handles (positions in `neighbours`) to note ids, and the unknown count."""
+    """Updates mapped from handles (positions in `neighbours`) to note ids, and how many were unknown."""
     updates: dict[str, NeighbourUpdate] = {}
     dropped = 0
     for i, item in enumerate(_items(parse_object(raw), "updates")):

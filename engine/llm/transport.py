@@ -64,7 +64,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
         while self._idle:
             self._idle.popleft().close()
 
-    async def _checkout(self, request: httpx.Request, timeout: float | None, fresh: bool = False) -> tuple[_Connection, bool]:
+    async def _checkout(
+        self, request: httpx.Request, timeout: float | None, fresh: bool = False
+    ) -> tuple[_Connection, bool]:
         while self._idle and not fresh:
             conn = self._idle.pop()
             if conn.is_usable:
@@ -76,8 +78,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
         try:
             async with asyncio.timeout(timeout):
                 reader, writer = await asyncio.open_connection(
-                    url.host, port, ssl=(self._tls or ssl.create_default_context()) if is_tls else None,
-                    limit=_MAX_HEADER_BYTES)
+                    url.host,
+                    port,
+                    ssl=(self._tls or ssl.create_default_context()) if is_tls else None,
+                    limit=_MAX_HEADER_BYTES,
+                )
         except TimeoutError as exc:
             raise httpx.ConnectTimeout(f"connect to {url.host}:{port} timed out", request=request) from exc
         except OSError as exc:
@@ -90,8 +95,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
         else:
             conn.close()
 
-    async def _exchange(self, conn: _Connection, request: httpx.Request,
-                        timeout: float | None) -> tuple[httpx.Response, bool]:
+    async def _exchange(
+        self, conn: _Connection, request: httpx.Request, timeout: float | None
+    ) -> tuple[httpx.Response, bool]:
         try:
             async with asyncio.timeout(timeout):
                 conn.writer.write(_head(request) + await request.aread())
@@ -130,8 +136,9 @@ async def _read_response(reader: asyncio.StreamReader, request: httpx.Request) -
     return httpx.Response(status, headers=pairs, content=body, request=request), keep
 
 
-async def _read_body(reader: asyncio.StreamReader, status: int, fields: dict[bytes, bytes],
-                     request: httpx.Request) -> bytes | None:
+async def _read_body(
+    reader: asyncio.StreamReader, status: int, fields: dict[bytes, bytes], request: httpx.Request
+) -> bytes | None:
     """The body bytes; None when it runs to the end of the connection (which then cannot be reused)."""
     if status in (204, 304) or status < 200 or request.method == "HEAD":
         return b""

@@ -22,7 +22,9 @@ def _import_vllm() -> Any:
     try:
         import vllm
     except ImportError as exc:
-        raise ConfigError("annotator='vllm' needs the vllm package (pip install 'amem[gpu]') on a GPU node") from exc
+        raise ConfigError(
+            "annotator='vllm' needs the vllm package (pip install 'amem[gpu]') on a GPU node"
+        ) from exc
     return vllm
 
 
@@ -32,11 +34,15 @@ def json_sampling_params(vllm: Any, schema: dict[str, Any], max_tokens: int) -> 
     try:
         from vllm.sampling_params import StructuredOutputsParams
 
-        return sampling(temperature=0.0, max_tokens=max_tokens, structured_outputs=StructuredOutputsParams(json=schema))
+        return sampling(
+            temperature=0.0, max_tokens=max_tokens, structured_outputs=StructuredOutputsParams(json=schema)
+        )
     except ImportError:
         from vllm.sampling_params import GuidedDecodingParams
 
-        return sampling(temperature=0.0, max_tokens=max_tokens, guided_decoding=GuidedDecodingParams(json=schema))
+        return sampling(
+            temperature=0.0, max_tokens=max_tokens, guided_decoding=GuidedDecodingParams(json=schema)
+        )
 
 
 class VLLMBackend:
@@ -45,18 +51,25 @@ class VLLMBackend:
     def __init__(self, config: Config, cost: CostMeter, llm: Any = None) -> None:
         """`llm` lets a caller share an already-loaded `vllm.LLM`; otherwise `config.llm_model` is loaded."""
         self._vllm = _import_vllm()
-        self._llm = llm if llm is not None else self._vllm.LLM(model=config.llm_model, enable_prefix_caching=True)
+        self._llm = (
+            llm if llm is not None else self._vllm.LLM(model=config.llm_model, enable_prefix_caching=True)
+        )
         self._tokenizer = self._llm.get_tokenizer()
         self._max_tokens = config.llm_max_tokens
         self._cost = cost
         self._params: dict[str, Any] = {}
 
-    def complete_batch(self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]) -> list[str | LLMError]:
+    def complete_batch(
+        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]
+    ) -> list[str | LLMError]:
         if not prompts:
             return []
         if stage not in self._params:
             self._params[stage] = json_sampling_params(self._vllm, schema, self._max_tokens)
-        texts = [self._tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+        texts = [
+            self._tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
+            for p in prompts
+        ]
         started = time.perf_counter()
         try:
             outputs = self._llm.generate(texts, self._params[stage], use_tqdm=False)

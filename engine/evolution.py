@@ -20,6 +20,11 @@ def snapshot_version(note: Note, stage: str, cause: str | None, at: datetime,
 def apply_update(note: Note, update: NeighbourUpdate, new: Note, at: datetime) -> tuple[Note, str | None]:
     """The neighbour after one evolution update by `new`; returns (note, stage) or (note, None) if unchanged."""
     out = note.copy()
+    if update.supersedes and supersede(out, new, at):
+        # A retired fact keeps its own words: as_of search must not see it carrying later ones.
+        out.version += 1
+        out.updated_at = at
+        return out, "supersede"
     if update.context is not None:
         out.context = update.context
     if update.keywords is not None:
@@ -27,8 +32,6 @@ def apply_update(note: Note, update: NeighbourUpdate, new: Note, at: datetime) -
     if update.tags is not None:
         out.tags = list(dict.fromkeys(update.tags))
     stage = "evolve" if _text_changed(note, out) else None
-    if update.supersedes and supersede(out, new, at):
-        stage = "supersede"
     if stage:
         out.version += 1
         out.updated_at = at

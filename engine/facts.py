@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from engine.fact_frames import FRAMES, MULTI_VALUED, Frame, words
 from engine.fact_values import attribute_and_value, display
 
+__all__ = ["Fact", "extract_facts", "supersedes"]
+
 SHARED = "shared"
 """Subject of 'the meeting', 'the rent': whoever speaks, it is the conversation's common thing."""
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from engine.cost import CostMeter
 from engine.errors import ConfigError, InputError
 from engine.ingest import save_cost
 from engine.tenant import validate_tenant
+from ray_jobs.cluster import ray_session
 from ray_jobs.reader import FileCheck, check_file, file_rows
 from ray_jobs.router import Router, get
 from ray_jobs.shard import ShardWorker
@@ -45,8 +45,7 @@ def run_ingest(files: Sequence[str], store: str, default_tenant: str = "default"
                job_name: str | None = None) -> dict[str, Any]:
     """Ingest `files` into `store` with `num_shards` shard actors; returns the run's report.
 
-    Uses the running Ray cluster if there is one (ray.init was called), else starts a local one and
-    stops it at the end. With on_error='fail' a bad record anywhere rejects the run before any write.
+    Uses the running Ray cluster if there is one, else starts a local one and stops it at the end. With on_error='fail' a bad record anywhere rejects the run before any write.
     """
     config = config or Config()
     validate_tenant(default_tenant)
@@ -86,25 +85,6 @@ def split_llm_limits(config: Config, num_shards: int) -> Config:
                           "every shard needs at least one request in flight")
     return config.with_(llm_max_in_flight=config.llm_max_in_flight // num_shards,
                         llm_max_tokens_in_flight=config.llm_max_tokens_in_flight // num_shards)
-
-
-@contextmanager
-def ray_session() -> Iterator[None]:
-    """The running Ray cluster, or a local one started (and stopped) here."""
-    if ray.is_initialized():
-        yield
-        return
-    ray.init(include_dashboard=False, runtime_env=worker_env(), log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def worker_env() -> dict[str, Any]:
-    """Workers import engine/ray_jobs from this checkout even when amem is not pip-installed."""
-    root = str(Path(__file__).resolve().parents[1])
-    return {"env_vars": {"PYTHONPATH": root}}
 
 
 def _check_files(files: list[str], fmt: str, on_error: str) -> list[FileCheck]:

@@ -10,7 +10,7 @@ the same whatever order concurrent requests arrive in):
     <<fault:STAGE:KIND>>      first request of that stage for that item only
     <<fault:STAGE:KIND:N>>    first N requests (retries and re-asks count); N='all' for every request
 
-STAGE is note, link, evolve or embed; KIND is one of FAULTS. A dead server is `StandIn.stop()`, or a
+STAGE is note, link, evolve or embed; KIND is one of FAULTS or PROTOCOL_FAULTS. A dead server is `StandIn.stop()`, or a
 port nobody listens on (`dead_url()`).
 
 Tests get it as the `llm_server` fixture with `pytest_plugins = ["conftest_llm"]`. The bench (or a
@@ -36,6 +36,8 @@ from typing import Any
 CONTENT_FAULTS = ("malformed", "missing", "wrong_type", "unknown_handle")
 _STATUS_FAULTS = ("429", "500", "timeout")
 FAULTS = CONTENT_FAULTS + _STATUS_FAULTS
+PROTOCOL_FAULTS = ("garbled", "no_usage")
+"""Not in FAULTS: a 200 whose body is not a chat completion, and a completion without `usage`."""
 _DIRECTIVE = re.compile(r"<<fault:(\w+):(\w+)(?::(\w+))?>>")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 _STOPWORDS = frozenset(
@@ -260,6 +262,10 @@ class StandInApp:
         }
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
         body = {"id": "cmpl-standin", "object": "chat.completion", "choices": [choice], "usage": usage}
+        if kind == "garbled":
+            return 200, {"object": "error", "detail": "proxy hiccup"}, []
+        if kind == "no_usage":
+            del body["usage"]
         return 200, body, []
 
     async def _embeddings(self, request: dict[str, Any]) -> tuple[int, Any, list[tuple[bytes, bytes]]]:

@@ -246,6 +246,12 @@ def test_link_and_evolve_faults(
     assert cost.stages["evolve"].retries == 1 and cost.stages["evolve"].fallbacks == 0
 
 
+def test_garbled_response_is_asked_again(ann: LLMAnnotator, cost: CostMeter) -> None:
+    out = ann.annotate(items(3, "<<fault:note:garbled>>", every=2))
+    assert [x.annotated_by for x in out] == ["llm"] * 3
+    assert (cost.stages["note"].retries, cost.stages["note"].fallbacks) == (2, 0)
+
+
 def test_unknown_handles_are_dropped_and_counted(ann: LLMAnnotator, cost: CostMeter) -> None:
     cands = [note("Lisbon flight"), note("Lisbon hotel")]
     reqs = [link_request(f"Lisbon trip {i} <<fault:link:unknown_handle:all>>", cands) for i in range(4)]

@@ -11,7 +11,7 @@ from llm_server import StandIn, dead_url
 
 from engine.config import Config
 from engine.cost import CostMeter
-from engine.errors import LLMError, LLMRetryable
+from engine.errors import LLMBadOutput, LLMError, LLMRetryable
 from engine.llm import prompts
 from engine.llm.client import HTTPBackend, LoopThread, TokenGate, api_base, estimate_tokens
 from engine.note import Interaction
@@ -191,7 +191,23 @@ def test_loop_thread_refuses_reentry() -> None:
         loop.run(nothing())
 
     try:
-        with pytest.raises(LLMError, match="deadlock"):
+        with pytest.raises(RuntimeError, match="deadlock"):
             loop.run(inner())
     finally:
         loop.close()
+
+
+def test_missing_usage_is_estimated_and_garbled_body_is_bad_output(llm_server: StandIn) -> None:
+    cost = CostMeter()
+    b = backend(llm_server.url, cost)
+    try:
+        plain, garbled = b.complete_batch(
+            "note",
+            note_prompts(1, "<<fault:note:no_usage>>") + note_prompts(1, "<<fault:note:garbled>> x"),
+            SCHEMA,
+        )
+    finally:
+        b.close()
+    assert isinstance(plain, str) and isinstance(garbled, LLMBadOutput)
+    row = cost.stages["note"]
+    assert row.calls == 2 and row.prompt_tokens > 0 and row.completion_tokens > 0

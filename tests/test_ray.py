@@ -28,7 +28,8 @@ from ray_jobs.router import shard_of
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
 
-from ray_jobs.ingest import run_ingest, worker_env  # noqa: E402
+from ray_jobs.cluster import worker_env  # noqa: E402
+from ray_jobs.ingest import run_ingest  # noqa: E402
 
 WORDS = ["coffee", "paris", "dog", "cat", "music", "guitar", "tennis", "nurse", "doctor", "hiking", "book", "movie", "train", "trip", "dinner", "sister", "garden", "piano", "python", "cooking", "pasta", "bike", "ocean", "mountain", "denver", "teaching", "walnut", "table"]
 

@@ -20,21 +20,20 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 
 from engine.config import Config
 from engine.cost import CostMeter
-from engine.errors import LLMBadOutput, LLMError, LLMRetryable
+from engine.errors import ConfigError, LLMBadOutput, LLMError, LLMRetryable
 from engine.llm.prompts import Prompt, response_format
 from engine.llm.transport import LeanTransport
 
 T = TypeVar("T")
 
 _HTTPX_LOG = logging.getLogger("httpx")
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S = 30.0
 
 
@@ -105,9 +104,7 @@ class LoopThread:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         if threading.current_thread() is self._thread:
             coro.close()
-            raise LLMError(
-                "LoopThread.run called from its own loop (would deadlock); await the coroutine instead"
-            )
+            raise RuntimeError("LoopThread.run called from its own loop (would deadlock); await instead")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def create(self, factory: Callable[[], T]) -> T:
@@ -120,13 +117,6 @@ class LoopThread:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()
-
-
-@dataclass(slots=True)
-class Completion:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
 
 
 class OpenAIClient:
@@ -159,15 +149,16 @@ class OpenAIClient:
         }
         tokens = estimate_tokens(prompt, self._config.llm_max_tokens)
         data, latency_s = await self._send(stage, tokens, "/chat/completions", body)
-        done = _completion(data, prompt)
+        prompt_tokens, completion_tokens = _usage(data, prompt)
+        # Recorded before the content is checked: a garbled answer still cost its tokens.
         self._record(
             stage,
             calls=1,
-            prompt_tokens=done.prompt_tokens,
-            completion_tokens=done.completion_tokens,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             latency_s=latency_s,
         )
-        return done.text
+        return _content(data)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         tokens = sum(len(t) for t in texts) // 4 + 1
@@ -249,17 +240,29 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def _completion(data: dict[str, Any], prompt: Prompt) -> Completion:
+def _content(data: dict[str, Any]) -> str:
     try:
         text = data["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
         raise LLMBadOutput("chat response has no choices[0].message.content") from None
     if not isinstance(text, str):
         raise LLMBadOutput("chat response content is not a string")
-    usage = data.get("usage") or {}
-    # Servers that send no usage still get counted, by the same estimate the gate uses.
-    prompt_tokens = usage.get("prompt_tokens", sum(len(m["content"]) for m in prompt) // 4)
-    return Completion(text, int(prompt_tokens), int(usage.get("completion_tokens", len(text) // 4)))
+    return text
+
+
+def _usage(data: dict[str, Any], prompt: Prompt) -> tuple[int, int]:
+    """(prompt, completion) tokens from the server's `usage`; estimated (~4 chars a token) where absent."""
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(prompt_tokens, int):
+        prompt_tokens = sum(len(m["content"]) for m in prompt) // 4
+    if not isinstance(completion_tokens, int):
+        try:
+            completion_tokens = len(_content(data)) // 4
+        except LLMBadOutput:
+            completion_tokens = 0
+    return prompt_tokens, completion_tokens
 
 
 def _embeddings(data: dict[str, Any], n: int) -> list[list[float]]:
@@ -279,7 +282,8 @@ class HTTPBackend:
     name = "llm"
 
     def __init__(self, config: Config, cost: CostMeter) -> None:
-        assert config.llm_url, "Config validation guarantees llm_url for annotator='llm'"
+        if not config.llm_url:
+            raise ConfigError("the HTTP LLM backend needs llm_url (or AMEM_LLM_URL)")
         self._loop = LoopThread("amem-llm")
         url, model = config.llm_url, config.llm_model
         self._client = self._loop.create(lambda: OpenAIClient(config, base_url=url, model=model, cost=cost))

@@ -1,0 +1,230 @@
+"""The recall service: one FastAPI app over a Memory (or anything with its methods: see `Backend`).
+
+Every request names its tenant only through its API key (`Authorization: Bearer <key>` or
+`X-API-Key`), so one tenant cannot even name another's data: a note of another tenant is looked up in
+the caller's tenant and is "not found", with the same 404 body as a note that never existed.
+
+Status codes: 401 missing or unknown key, 403 a tenant key on an admin endpoint, 404 no such note (in
+your tenant), 422 a malformed body (the `loc` names the field, for pydantic's checks and the
+engine's InputError alike), 503 the tenant's store is held by another writer or cannot be written,
+502 the LLM backend failed. Handlers are plain `def`: FastAPI runs them in its thread pool, and
+Memory serialises work per tenant with its own lock, so tenants do not wait for each other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Protocol
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from engine.config import Config
+from engine.errors import InputError, LLMError, NotFound, StoreError, StoreLocked
+from engine.interactions import to_interaction
+from engine.memory import Memory
+from engine.note import Hit, Interaction, Note, NoteVersion
+from engine.service.keys import KeyStore
+from engine.service.schemas import (
+    AddRequest,
+    AddResponse,
+    HistoryResponse,
+    KeyOut,
+    KeyRequest,
+    MemoryIn,
+    NoteOut,
+    SearchRequest,
+    SearchResponse,
+    hit_out,
+    note_out,
+    version_out,
+)
+
+log = logging.getLogger("amem.service")
+OPEN_TENANT_HEADER = "X-Amem-Tenant"
+"""Without a keys file (local development only) the tenant comes from this header, default 'default'."""
+NOT_FOUND = "note not found"
+
+
+class Backend(Protocol):
+    """What the app needs of a memory: `Memory` itself, or ray_jobs.serve's replica-side wrapper."""
+
+    def add_interactions(self, interactions: list[Interaction], tenant: str = ...) -> list[str]: ...
+
+    def search(self, query: str, tenant: str = ..., k: int = ..., as_of: Any = ...,
+               include_superseded: bool = ..., expand_links: bool | None = ...) -> list[Hit]: ...
+
+    def get(self, note_id: str, tenant: str = ...) -> Note: ...
+
+    def history(self, note_id: str, tenant: str = ...) -> list[NoteVersion]: ...
+
+    def delete(self, note_id: str, tenant: str = ...) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def create_app(store: Path, keys: Path | None, memory: Backend | None = None) -> FastAPI:
+    """The app over `memory`, or over a Memory opened on `store` (and closed at shutdown) when None."""
+    key_store = KeyStore(keys) if keys is not None else None
+    owned = memory is None
+    backend: Backend = memory if memory is not None else Memory(store, Config.from_env())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        if owned:
+            backend.close()
+
+    app = FastAPI(title="amem recall service", version="1", lifespan=lifespan,
+                  description="Agentic memory (A-MEM) notes per tenant: add, hybrid search, history, delete.")
+    app.state.backend, app.state.keys = backend, key_store
+    app.include_router(_router)
+    _add_error_handlers(app)
+    return app
+
+
+# --- auth ------------------------------------------------------------------------------
+def _presented_key(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip() or None
+    return request.headers.get("x-api-key") or None
+
+
+def _unauthorized(detail: str) -> HTTPException:
+    return HTTPException(401, detail, headers={"WWW-Authenticate": "Bearer"})
+
+
+def _tenant(request: Request) -> str:
+    keys: KeyStore | None = request.app.state.keys
+    if keys is None:
+        return request.headers.get(OPEN_TENANT_HEADER, "default")
+    key = _presented_key(request)
+    if key is None:
+        raise _unauthorized("missing API key (Authorization: Bearer <key>)")
+    tenant = keys.tenant_for(key)
+    if tenant is None:
+        raise _unauthorized("invalid API key")
+    return tenant
+
+
+def _admin(request: Request) -> KeyStore:
+    keys: KeyStore | None = request.app.state.keys
+    if keys is None:
+        raise HTTPException(404, "key management is off: the service runs without a keys file")
+    key = _presented_key(request)
+    if key is None:
+        raise _unauthorized("missing API key (Authorization: Bearer <admin key>)")
+    if keys.is_admin(key):
+        return keys
+    if keys.tenant_for(key) is not None:
+        raise HTTPException(403, "this endpoint needs the admin key")
+    raise _unauthorized("invalid API key")
+
+
+def _backend(request: Request) -> Backend:
+    return request.app.state.backend  # type: ignore[no-any-return]
+
+
+Tenant = Annotated[str, Depends(_tenant)]
+Admin = Annotated[KeyStore, Depends(_admin)]
+Mem = Annotated[Backend, Depends(_backend)]
+_router = APIRouter()
+
+
+# --- memories --------------------------------------------------------------------------
+@_router.post("/v1/memories", status_code=201, response_model=AddResponse, tags=["memories"])
+def add_memories(body: AddRequest, tenant: Tenant, mem: Mem) -> AddResponse:
+    """Add one or many interactions as one batch; each becomes a note (or merges into a near-duplicate)."""
+    items = [_interaction(m, i) for i, m in enumerate(body.memories)]
+    return AddResponse(ids=mem.add_interactions(items, tenant=tenant))
+
+
+def _interaction(item: MemoryIn, index: int) -> Interaction:
+    try:
+        return to_interaction(item.model_dump(), where=f"memories[{index}]")
+    except InputError as exc:
+        loc = ("body", "memories", index, *([exc.field] if exc.field else []))
+        raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": str(exc), "input": None}]) from exc
+
+
+@_router.post("/v1/search", response_model=SearchResponse, tags=["memories"])
+def search(body: SearchRequest, tenant: Tenant, mem: Mem) -> SearchResponse:
+    """Hybrid (dense + BM25) recall with optional 1-hop link expansion, at a point in time if as_of is set."""
+    hits = mem.search(body.query, tenant=tenant, k=body.k, as_of=body.as_of,
+                      include_superseded=body.include_superseded, expand_links=body.expand_links)
+    return SearchResponse(hits=[hit_out(h) for h in hits])
+
+
+@_router.get("/v1/memories/{note_id}", response_model=NoteOut, tags=["memories"])
+def get_memory(note_id: str, tenant: Tenant, mem: Mem) -> NoteOut:
+    return note_out(mem.get(note_id, tenant=tenant))
+
+
+@_router.get("/v1/memories/{note_id}/history", response_model=HistoryResponse, tags=["memories"])
+def get_history(note_id: str, tenant: Tenant, mem: Mem) -> HistoryResponse:
+    return HistoryResponse(id=note_id, versions=[version_out(v) for v in mem.history(note_id, tenant=tenant)])
+
+
+@_router.delete("/v1/memories/{note_id}", status_code=204, tags=["memories"])
+def delete_memory(note_id: str, tenant: Tenant, mem: Mem) -> Response:
+    """Hard delete: gone from the index, the graph, the history and the next snapshot."""
+    mem.delete(note_id, tenant=tenant)
+    return Response(status_code=204)
+
+
+@_router.get("/healthz", tags=["service"])
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+# --- keys (admin) -------------------------------------------------------------------------
+@_router.post("/v1/keys", status_code=201, response_model=KeyOut, tags=["admin"])
+def add_key(body: KeyRequest, keys: Admin) -> KeyOut:
+    return KeyOut(**keys.add(body.tenant, body.key))
+
+
+@_router.get("/v1/keys", response_model=list[KeyOut], tags=["admin"])
+def list_keys(keys: Admin) -> list[KeyOut]:
+    return [KeyOut(**entry) for entry in keys.list()]
+
+
+@_router.delete("/v1/keys/{key_id}", status_code=204, tags=["admin"])
+def remove_key(key_id: str, keys: Admin) -> Response:
+    if not keys.remove(key_id):
+        raise HTTPException(404, "no such key")
+    return Response(status_code=204)
+
+
+# --- errors ---------------------------------------------------------------------------------
+def _add_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(InputError, _input_error)  # type: ignore[arg-type]
+    app.add_exception_handler(NotFound, _not_found)  # type: ignore[arg-type]
+    app.add_exception_handler(StoreError, _store_error)  # type: ignore[arg-type]
+    app.add_exception_handler(LLMError, _llm_error)  # type: ignore[arg-type]
+
+
+def _input_error(_: Request, exc: InputError) -> JSONResponse:
+    loc = ["body", exc.field] if exc.field else ["body"]
+    return JSONResponse({"detail": [{"type": "value_error", "loc": loc, "msg": str(exc)}]}, status_code=422)
+
+
+def _not_found(_: Request, exc: NotFound) -> JSONResponse:
+    # One body for "never existed" and "another tenant's": the message would otherwise tell them apart.
+    return JSONResponse({"detail": NOT_FOUND}, status_code=404)
+
+
+def _store_error(request: Request, exc: StoreError) -> JSONResponse:
+    log.error("%s %s: %s", request.method, request.url.path, exc)
+    busy = isinstance(exc, StoreLocked)
+    detail = "the tenant's store is held by another writer; retry later" if busy else "the store cannot be written"
+    return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "1"} if busy else None)
+
+
+def _llm_error(request: Request, exc: LLMError) -> JSONResponse:
+    log.error("%s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse({"detail": f"the LLM backend failed: {type(exc).__name__}"}, status_code=502)

@@ -1,0 +1,35 @@
+"""`amem serve`: the recall app under uvicorn on this machine, or under Ray Serve replicas (--ray)."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from engine.errors import ConfigError
+from engine.service.app import create_app
+
+
+def serve(store: Path, keys: Path | None, host: str = "127.0.0.1", port: int = 8420, use_ray: bool = False,
+          replicas: int = 2) -> None:
+    """Serve until interrupted. Without a keys file there is no authentication, so only on loopback."""
+    if keys is None and not is_loopback(host):
+        raise ConfigError(f"without --keys the service has no authentication; refusing to listen on {host} "
+                          "(use 127.0.0.1 or give a keys file)")
+    if use_ray:
+        from ray_jobs.serve import run_ray
+
+        run_ray(Path(store), keys, host=host, port=port, replicas=replicas)
+        return
+    import uvicorn
+
+    # access_log off: at thousands of requests a second the log line costs more than the search.
+    uvicorn.run(create_app(Path(store), keys), host=host, port=port, log_level="warning", access_log=False)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

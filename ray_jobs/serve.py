@@ -144,9 +144,9 @@ def build(store: Path, keys: Path | None, replicas: int) -> Any:
 def run_ray(store: Path, keys: Path | None, host: str, port: int, replicas: int) -> None:
     """Deploy on the running (or a new local) Ray cluster and serve until SIGINT / SIGTERM."""
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     with ray_session():
+        for sig in (signal.SIGINT, signal.SIGTERM):  # after ray.init, which installs handlers of its own
+            signal.signal(sig, lambda *_: stop.set())
         serve.start(http_options={"host": host, "port": port})
         try:
             serve.run(build(store, keys, replicas), name="amem", route_prefix="/")

@@ -3,7 +3,8 @@
 Layout under a tenant folder:
     snap-<seq>/notes.parquet     one row per note, typed columns, `embedding` a fixed-size float32 list
     snap-<seq>/versions.parquet  prior versions (note as JSON, embedding, stage, cause, changed_at)
-    snap-<seq>/meta.json         schema version, seq, row counts, sha256 of each file, encoder and dim
+    snap-<seq>/meta.json         schema version, seq, row counts, sha256 of each file, encoder and dim,
+                                 and `meta_sha256` of the rest (older snapshots lack it)
     manifest.json                names the current snapshot
 
 A snapshot is written to `snap-<seq>.tmp`, fsync'ed, renamed, and only then named by the manifest.
@@ -55,6 +56,7 @@ def write_snapshot(folder: Path, tm: TenantMemory, seq: int, encoder: str) -> Sn
         sums[name] = _sha256(tmp / name)
     meta = {"schema_version": SCHEMA_VERSION, "seq": seq, "tenant": tm.tenant, "encoder": encoder,
             "dim": tm.index.dim, "rows": {n: t.num_rows for n, t in files.items()}, "sha256": sums}
+    meta["meta_sha256"] = _meta_digest(meta)
     atomic_write_bytes(tmp / "meta.json", json.dumps(meta, indent=1).encode())
     for name in files:
         _fsync_file(tmp / name)
@@ -82,18 +84,45 @@ def snapshots_newest_first(folder: Path) -> list[Path]:
 
 def read_snapshot(path: Path, tm: TenantMemory, encoder: str) -> SnapshotInfo:
     """Load one snapshot into an empty TenantMemory; CorruptStore if a checksum or row count is off."""
-    try:
-        meta = json.loads((path / "meta.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise CorruptStore(f"{path / 'meta.json'}: unreadable snapshot metadata ({exc})") from exc
+    meta = _read_meta(path)
     _check_meta(path, meta, tm, encoder)
     try:
         notes = pq.read_table(path / "notes.parquet")
         versions = pq.read_table(path / "versions.parquet")
     except (OSError, pa.ArrowException) as exc:
         raise CorruptStore(f"{path}: unreadable Parquet file ({exc})") from exc
+    rows = {"notes.parquet": notes.num_rows, "versions.parquet": versions.num_rows}
+    if any(meta["rows"].get(name) != count for name, count in rows.items()):
+        raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
     tm.apply(_changes_from_tables(notes, versions, tm.index.dim))
     return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta)
+
+
+_META_FIELDS = {"schema_version": int, "seq": int, "encoder": str, "dim": int, "rows": dict, "sha256": dict}
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    """meta.json, checked against its own checksum (absent in older snapshots), its fields and its folder."""
+    where = path / "meta.json"
+    try:
+        meta = json.loads(where.read_text())
+    except (OSError, ValueError) as exc:
+        raise CorruptStore(f"{where}: unreadable snapshot metadata ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise CorruptStore(f"{where}: damaged snapshot metadata (not a JSON object)")
+    expected = meta.pop("meta_sha256", None)
+    if expected is not None and expected != _meta_digest(meta):
+        raise CorruptStore(f"{where}: checksum mismatch (snapshot metadata damaged)")
+    bad = [k for k, kind in _META_FIELDS.items() if not isinstance(meta.get(k), kind)]
+    if bad or not all(isinstance(v, str) for v in meta["sha256"].values()):
+        raise CorruptStore(f"{where}: damaged snapshot metadata (missing or mistyped: {bad or ['sha256']})")
+    if f"snap-{meta['seq']:012d}" != path.name:
+        raise CorruptStore(f"{where}: damaged snapshot metadata (seq {meta['seq']} in folder {path.name})")
+    return meta
+
+
+def _meta_digest(meta: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _check_meta(path: Path, meta: dict[str, Any], tm: TenantMemory, encoder: str) -> None:

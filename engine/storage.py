@@ -50,8 +50,6 @@ class TenantStorage:
         snap_seq = self._load_snapshot(tm)
         self.seq = snap_seq
         if self._wal is not None:
-            if not self.read_only and self._wal.last_seq < snap_seq:
-                self._wal.truncate(snap_seq)  # the log restarts after the snapshot, never below it
             # strict=False: damage inside the log stops replay at the last whole group (reported), so the
             # tenant opens on its last good state instead of not at all.
             for seq, record in self._wal.replay(after_seq=snap_seq, strict=False):
@@ -60,6 +58,10 @@ class TenantStorage:
                 self._since_snapshot += 1
             if self._wal.last_problem:
                 self._problem(f"{self.folder / 'wal.log'}: {self._wal.last_problem}")
+            # After the replay: a log damaged below the snapshot must be accepted (strict=False) before
+            # this first write may salvage it.
+            if not self.read_only and self._wal.last_seq < snap_seq:
+                self._wal.truncate(snap_seq)  # the log restarts after the snapshot, never below it
         return tm
 
     def _load_snapshot(self, tm: TenantMemory) -> int:

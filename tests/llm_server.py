@@ -312,6 +312,9 @@ class StandIn:
             log_level="error",
             access_log=False,
             lifespan="off",
+            proxy_headers=False,  # nothing proxies loopback; skip the per-request header rewriting
+            server_header=False,
+            date_header=False,
             timeout_graceful_shutdown=1,
             backlog=4096,
         )

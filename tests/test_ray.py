@@ -146,3 +146,48 @@ def test_parquet_rows_are_checked_and_get_stable_ids(tmp_path: Path) -> None:
     assert first.source_id.startswith("log.parquet:row1:")
     assert [i[0].source_id for i in parquet_items(path) if not isinstance(i, InputError)] == \
         [first.source_id, third.source_id]
+
+
+@pytest.mark.skipif(not hasattr(Memory, "refresh"), reason="needs Memory.refresh: read-only replicas follow the writer")
+def test_ray_serve_replicas_serve_the_same_app(cluster: None, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+    from ray import serve
+
+    from ray_jobs.serve import build
+
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps({"admin_key": "a" * 20, "keys": {"k" * 20: "alice", "b" * 20: "bob"}}))
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(build(tmp_path / "store", keys, replicas=2), name="amem", route_prefix="/")
+        url, alice = f"http://127.0.0.1:{port}", {"Authorization": "Bearer " + "k" * 20}
+        r = httpx.post(f"{url}/v1/memories", headers=alice, timeout=60,
+                       json={"memories": [{"content": "Maya adopted a cat named Miso", "speaker": "maya"}]})
+        assert r.status_code == 201, r.text
+        [note] = r.json()["ids"]
+
+        def top(_: int) -> str:  # many at once: both replicas answer, queries share encoder batches
+            hits = httpx.post(f"{url}/v1/search", headers=alice, json={"query": "cat Miso"}, timeout=60).json()
+            return str(hits["hits"][0]["note"]["id"])
+
+        with ThreadPoolExecutor(16) as pool:
+            assert set(pool.map(top, range(64))) == {note}
+        bob = {"Authorization": "Bearer " + "b" * 20}
+        assert httpx.get(f"{url}/v1/memories/{note}", headers=bob, timeout=60).status_code == 404
+        assert httpx.get(f"{url}/v1/memories/{note}", headers={"Authorization": "Bearer x"}).status_code == 401
+        assert httpx.post(f"{url}/v1/search", headers=alice, json={"k": 1}).status_code == 422
+        assert httpx.delete(f"{url}/v1/memories/{note}", headers=alice, timeout=60).status_code == 204
+        assert httpx.get(f"{url}/v1/memories/{note}", headers=alice, timeout=60).status_code == 404
+    finally:
+        serve.shutdown()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +11,15 @@ from engine.note import Interaction
 from engine.timeutil import parse_time, utcnow
 
 FIELDS = frozenset({"content", "timestamp", "speaker", "metadata", "source_id"})
+
+
+def check_text(value: Any, field: str, where: str | None = None) -> None:
+    """Strings must be encodable as UTF-8 (lone surrogates are not) to be hashed, stored and logged."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError("text is not valid Unicode (lone surrogate)", where=where, field=field) from None
 
 
 def to_interaction(item: Mapping[str, Any], where: str | None = None) -> Interaction:
@@ -30,6 +40,14 @@ def to_interaction(item: Mapping[str, Any], where: str | None = None) -> Interac
     source_id = item.get("source_id")
     if source_id is not None and (not isinstance(source_id, str) or not source_id):
         raise InputError("source_id must be a non-empty string", where=where, field="source_id")
+    for name in ("content", "speaker", "source_id"):
+        check_text(item.get(name), name, where)
+    if metadata:
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"metadata must be JSON (strings, numbers, lists, objects): {exc}",
+                             where=where, field="metadata") from None
     timestamp = parse_time(item.get("timestamp"), where=where) or utcnow()
     return Interaction(content=content, timestamp=timestamp, speaker=speaker or None,
                        metadata=dict(metadata or {}), source_id=source_id)

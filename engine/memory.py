@@ -20,7 +20,7 @@ from engine.cost import CostMeter
 from engine.embedded import EmbeddedAnnotator
 from engine.encoder import Encoder, make_encoder
 from engine.errors import InputError, NotFound
-from engine.interactions import to_interaction
+from engine.interactions import check_text, to_interaction
 from engine.note import Hit, Interaction, Note, NoteVersion
 from engine.pipeline import WritePipeline
 from engine.recall import Recipe, search
@@ -126,8 +126,13 @@ class Memory:
                lexical_weight: float | None = None) -> list[Hit]:
         if not isinstance(query, str) or not query.strip():
             raise InputError("query must be a non-empty string", field="query")
+        check_text(query, "query")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InputError(f"k must be a positive integer, got {k!r}", field="k")
+        if lexical_weight is not None and (isinstance(lexical_weight, bool) or not isinstance(
+                lexical_weight, int | float) or not 0 <= lexical_weight <= 1):
+            raise InputError(f"lexical_weight must be a number in [0, 1], got {lexical_weight!r}",
+                             field="lexical_weight")
         recipe = Recipe.from_config(self.config, k=k, as_of=parse_time(as_of, field="as_of"),
                                     include_superseded=include_superseded, expand_links=expand_links,
                                     lexical_weight=lexical_weight)

@@ -24,9 +24,12 @@ def parse_time(value: TimeLike | None, *, field: str = "timestamp", where: str |
     if isinstance(value, bool):
         raise InputError(f"expected a timestamp, got {value!r}", where=where, field=field)
     if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        try:
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except OverflowError:
+            raise InputError(f"timestamp out of range: {value!r}", where=where, field=field) from None
     if isinstance(value, int | float):
-        if not math.isfinite(value) or not _MIN_EPOCH <= value <= _MAX_EPOCH:
+        if not _MIN_EPOCH <= value <= _MAX_EPOCH or not math.isfinite(value):
             raise InputError(f"epoch seconds out of range: {value!r}", where=where, field=field)
         return datetime.fromtimestamp(value, UTC)
     if isinstance(value, str):
@@ -41,7 +44,7 @@ def parse_time(value: TimeLike | None, *, field: str = "timestamp", where: str |
                 where=where,
                 field=field,
             ) from None
-        return parse_time(parsed)
+        return parse_time(parsed, field=field, where=where)
     raise InputError(f"expected a timestamp, got {type(value).__name__}", where=where, field=field)
 
 

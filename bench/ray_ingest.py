@@ -44,17 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     records = 1500 if args.quick else args.records
     cpus = os.cpu_count() or 1
-    work = Path(tempfile.mkdtemp(prefix="amem-ray-bench-"))
-    try:
-        log = write_log(work / "log.jsonl", records, args.tenants)
-        rows = [_single(log, work / "single", args.batch)]
-        ray.init(num_cpus=cpus, include_dashboard=False, runtime_env=worker_env(), log_to_driver=False)
-        try:
-            rows += [_sharded(log, work / f"shards-{n}", n, args.batch) for n in SHARDS]
-        finally:
-            ray.shutdown()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    rows = _run_all(records, args.tenants, args.batch, cpus)
     base = next(r["records_per_s"] for r in rows if r["shards"] == 1)
     for r in rows:
         r["vs_1_shard"] = r["records_per_s"] / base
@@ -69,6 +59,22 @@ def main(argv: list[str] | None = None) -> int:
              f"amem ingest, {records:,} records, {args.tenants} tenants, {cpus} cores")
     print(f"wrote {out}")
     return 0
+
+
+def _run_all(records: int, tenants: int, batch: int, cpus: int) -> list[dict[str, Any]]:
+    """Single process, then each shard count, on one log; every run into a fresh store."""
+    work = Path(tempfile.mkdtemp(prefix="amem-ray-bench-"))
+    try:
+        log = write_log(work / "log.jsonl", records, tenants)
+        rows = [_single(log, work / "single", batch)]
+        ray.init(num_cpus=cpus, include_dashboard=False, runtime_env=worker_env(), log_to_driver=False)
+        try:
+            rows += [_sharded(log, work / f"shards-{n}", n, batch) for n in SHARDS]
+        finally:
+            ray.shutdown()
+        return rows
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _single(log: Path, store: Path, batch: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -130,39 +131,50 @@ def _warm(url: str, keys: dict[str, str]) -> float:
     return time.perf_counter() - started
 
 
+@dataclass(slots=True)
+class _Tally:
+    deadline: float
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def is_running(self) -> bool:
+        return time.perf_counter() < self.deadline and len(self.latencies) + len(self.errors) < MAX_REQUESTS
+
+
 async def _load(url: str, keys: dict[str, str], clients: int, seconds: float, seed: int) -> dict[str, Any]:
     # aiohttp, not httpx: httpx's async pool spends more CPU per request than the server does, and
     # client and server share the cores (aiohttp comes with ray[default]).
     import aiohttp
 
-    pool = queries(2000, seed)
-    tenants = list(keys)
-    latencies: list[float] = []
-    errors: list[str] = []
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(url, connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
-        deadline = time.perf_counter() + seconds
-
-        async def client(rng: random.Random) -> None:
-            while time.perf_counter() < deadline and len(latencies) + len(errors) < MAX_REQUESTS:
-                body = {"query": rng.choice(pool), "k": 10}
-                headers = {"Authorization": f"Bearer {keys[rng.choice(tenants)]}"}
-                start = time.perf_counter()
-                try:
-                    async with http.post("/v1/search", json=body, headers=headers) as r:
-                        payload = await r.read()
-                        if r.status == 200:
-                            latencies.append(time.perf_counter() - start)
-                        else:
-                            errors.append(f"{r.status}: {payload[:200]!r}")
-                except (aiohttp.ClientError, TimeoutError) as exc:  # counted and reported: the run must show 0
-                    errors.append(f"{type(exc).__name__}: {exc}")
-
+        tally = _Tally(deadline=time.perf_counter() + seconds)
         started = time.perf_counter()
-        await asyncio.gather(*(client(random.Random(seed * 1000 + i)) for i in range(clients)))
+        await asyncio.gather(*(_client(http, keys, tally, random.Random(seed * 1000 + i)) for i in range(clients)))
         elapsed = time.perf_counter() - started
-    return {"requests": len(latencies) + len(errors), "errors": len(errors), "error_samples": errors[:5],
-            "seconds": elapsed, "qps": len(latencies) / elapsed, **_percentiles(latencies)}
+    ok = tally.latencies
+    return {"requests": len(ok) + len(tally.errors), "errors": len(tally.errors),
+            "error_samples": tally.errors[:5], "seconds": elapsed, "qps": len(ok) / elapsed, **_percentiles(ok)}
+
+
+async def _client(http: Any, keys: dict[str, str], tally: _Tally, rng: random.Random) -> None:
+    """One client: searches back to back, a random tenant and query each time."""
+    import aiohttp
+
+    pool, tenants = queries(2000, 0), list(keys)
+    while tally.is_running():
+        body = {"query": rng.choice(pool), "k": 10}
+        headers = {"Authorization": f"Bearer {keys[rng.choice(tenants)]}"}
+        start = time.perf_counter()
+        try:
+            async with http.post("/v1/search", json=body, headers=headers) as r:
+                payload = await r.read()
+                if r.status == 200:
+                    tally.latencies.append(time.perf_counter() - start)
+                else:
+                    tally.errors.append(f"{r.status}: {payload[:200]!r}")
+        except (aiohttp.ClientError, TimeoutError) as exc:  # counted and reported: the run must show 0
+            tally.errors.append(f"{type(exc).__name__}: {exc}")
 
 
 def _percentiles(seconds: list[float]) -> dict[str, float]:
@@ -178,7 +190,7 @@ def _floor(store: Path, tenants: list[str], num: int, seed: int) -> dict[str, An
     from engine import Config, Memory
 
     rng = random.Random(seed + 1)
-    pool = queries(2000, seed)
+    pool = queries(2000, 0)
     with Memory(store, Config(read_only=True)) as mem:
         for t in tenants:
             mem.search("warm up", tenant=t)

@@ -55,20 +55,12 @@ def run_ingest(files: Sequence[str], store: str, default_tenant: str = "default"
     started = time.perf_counter()
     with ray_session():
         checks = _check_files([str(Path(f)) for f in files], fmt, on_error)
-        total = sum(c.num_records - c.num_rejected for c in checks)
         actors = _start_shards(store, shard_config, num_shards, max_batch, max_wait_ms, max_restarts, job_name)
+        total = sum(c.num_records - c.num_rejected for c in checks)
         with tqdm(total=total, unit="msg", disable=not progress, smoothing=0.1) as bar:
             router = Router(actors, max_ready_rows=4 * max_batch, bar=bar)
-            try:
-                _route(router, [c.path for c in checks], fmt, default_tenant)
-                router.finish()
-            except BaseException:
-                # What was acknowledged is in the write-ahead logs; a re-run resumes from there.
-                _kill(actors)
-                raise
-            notes = _close_shards(router, Path(store))
-    elapsed = time.perf_counter() - started
-    return _report(router, checks, notes, elapsed, shard_config)
+            notes = _drive(router, [c.path for c in checks], fmt, default_tenant, Path(store))
+    return _report(router, checks, notes, time.perf_counter() - started, shard_config)
 
 
 def split_llm_limits(config: Config, num_shards: int) -> Config:
@@ -106,6 +98,18 @@ def _start_shards(store: str, config: Config, num_shards: int, max_batch: int, m
     return [actor_cls.options(name=f"{job_name}-shard-{i}" if job_name else None, num_cpus=0,
                               max_restarts=max_restarts, max_task_retries=0, max_concurrency=4)
             .remote(i, store, config, max_batch, max_wait_ms) for i in range(num_shards)]
+
+
+def _drive(router: Router, files: list[str], fmt: str, default_tenant: str, store: Path) -> dict[str, int]:
+    """Route every row, wait for every ack, close the shards; notes per tenant."""
+    try:
+        _route(router, files, fmt, default_tenant)
+        router.finish()
+    except BaseException:
+        # What was acknowledged is in the write-ahead logs; a re-run resumes from there.
+        _kill([s.actor for s in router.shards])
+        raise
+    return _close_shards(router, store)
 
 
 def _route(router: Router, files: list[str], fmt: str, default_tenant: str) -> None:

@@ -27,23 +27,29 @@ TENANT = "props"
 _unique = itertools.count()
 
 # --- strategies -------------------------------------------------------------------------------------
-# Lone surrogates are left out everywhere (known bug: see test_lone_surrogates_are_an_input_error).
-text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+clean_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)  # valid Unicode only
+surrogates = st.builds(lambda w, c: w + c, clean_text, st.sampled_from(["\ud800", "\udfff", "\udc80x"]))
+text = clean_text | surrogates | st.text(st.characters(exclude_categories=()), max_size=10)
 offsets = st.builds(timezone, st.timedeltas(min_value=timedelta(hours=-23, minutes=-59),
                                             max_value=timedelta(hours=23, minutes=59)))
-# Years 2..9998: an offset that pushes years 1 / 9999 out of range is a known bug (see below).
+# Years 2..9998 are valid under every offset; years 1 and 9999 may leave the range once moved to UTC.
 datetimes = st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 31),
                          timezones=st.none() | st.just(UTC) | offsets)
+edge_datetimes = (st.datetimes(max_value=datetime(1, 1, 2), timezones=offsets)
+                  | st.datetimes(min_value=datetime(9999, 12, 30), timezones=offsets))
 iso = datetimes.map(datetime.isoformat) | datetimes.map(lambda d: d.replace(tzinfo=None).isoformat() + "Z")
 good_epochs = st.integers(-62_000_000_000, 253_000_000_000) | st.floats(-6.2e10, 2.5e11)
-bad_epochs = st.integers(253_402_300_800, 10**15) | st.sampled_from([math.nan, math.inf, -math.inf, -1e11, 1e12])
+bad_epochs = (st.integers(253_402_300_800, 10**15) | st.integers(min_value=10**308) | st.integers(max_value=-10**308)
+              | st.sampled_from([math.nan, math.inf, -math.inf, -1e11, 1e12]))
 good_times = st.none() | datetimes | iso | good_epochs
 bad_times = st.booleans() | st.binary(max_size=4) | bad_epochs | st.sampled_from(["", "yesterday", "2024-13-01"])
-timestamps = good_times | bad_times | text  # past float range is a known bug: not drawn
+timestamps = good_times | bad_times | edge_datetimes | edge_datetimes.map(datetime.isoformat) | text
+# Lone surrogates inside metadata are a known bug on disk (see test_metadata_with_lone_surrogates_...).
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text,
-    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(text, kids, max_size=3), max_leaves=6)
-odd_values = st.binary(max_size=4) | st.sets(st.integers(), max_size=2) | st.tuples(st.integers()) | datetimes
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | clean_text,
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(clean_text, kids, max_size=3), max_leaves=6)
+non_json = st.binary(max_size=4) | st.sets(st.integers(), max_size=2) | datetimes | st.sampled_from([math.nan, math.inf])
+odd_values = non_json | st.tuples(st.integers())
 anything = json_values | timestamps | odd_values
 values = (st.booleans() | st.integers() | st.floats() | odd_values
           | st.lists(st.integers(), max_size=2) | st.dictionaries(st.integers(), st.integers(), max_size=2))
@@ -55,16 +61,18 @@ def mostly(good: st.SearchStrategy[Any], bad: st.SearchStrategy[Any]) -> st.Sear
     return st.integers(0, 4).flatmap(lambda pick: good if pick else bad)
 
 
-good_content = st.builds(lambda w, n: f"note about {w} {n}", text, st.integers(0, 10**9))
+good_content = st.builds(lambda w, n: f"note about {w} {n}", clean_text, st.integers(0, 10**9))
 GOOD: dict[str, st.SearchStrategy[Any]] = {
-    "timestamp": good_times, "speaker": st.none() | text,
-    "metadata": st.none() | st.dictionaries(text, json_values, max_size=3),
+    "timestamp": good_times, "speaker": st.none() | clean_text,
+    "metadata": st.none() | st.dictionaries(clean_text, json_values, max_size=3),
     "source_id": st.none() | st.uuids().map(str),
 }
 BAD: dict[str, st.SearchStrategy[Any]] = {
-    "content": st.sampled_from(["", "   ", "\n\t"]) | not_str, "timestamp": bad_times, "speaker": values,
-    "metadata": st.booleans() | st.integers() | text | st.lists(st.integers(), max_size=2) | odd_values,
-    "source_id": st.just("") | st.booleans() | st.integers() | st.floats() | odd_values,
+    "content": st.sampled_from(["", "   ", "\n\t"]) | not_str | surrogates, "timestamp": bad_times,
+    "speaker": values | surrogates,
+    "metadata": (st.booleans() | st.integers() | text | st.lists(st.integers(), max_size=2) | odd_values
+                 | st.dictionaries(clean_text, non_json, min_size=1, max_size=2)),
+    "source_id": st.just("") | st.booleans() | st.integers() | st.floats() | odd_values | surrogates,
 }
 good_item = st.fixed_dictionaries({"content": good_content}, optional=GOOD)
 odd_item = st.dictionaries(st.sampled_from([*FIELDS, "colour", "tenant", "id", ""]), good_content | anything,
@@ -143,7 +151,7 @@ def disk(encoder: Encoder, tmp_path_factory: pytest.TempPathFactory) -> Memory:
 
 
 @settings(FAST, max_examples=25)
-@given(case=batches(odd=False))  # odd items can hold metadata that is not JSON: a known bug on disk
+@given(case=batches())
 def test_a_stored_add_many_works_or_names_the_bad_field_and_logs_nothing(disk: Memory, case: Any) -> None:
     _check_add_many(disk, *case)
 
@@ -158,7 +166,8 @@ def test_timestamps_parse_to_utc_or_raise_naming_timestamp(ram: Memory, value: A
     except InputError as err:
         event("rejected")
         assert err.field == "timestamp", err
-        assert not isinstance(value, datetime), "every datetime is a valid timestamp"
+        if isinstance(value, datetime):  # only a time within a day of year 1 / 9999 may fall out of range
+            assert value.year in (1, 9999) and value.tzinfo is not None, err
         return
     event(f"accepted {type(value).__name__}")
     assert note.timestamp.tzinfo is not None and note.timestamp.utcoffset() == timedelta(0)
@@ -188,23 +197,30 @@ def test_iso_strings_and_epochs_name_the_same_instant(ram: Memory, dt: datetime)
     assert seen[0] == seen[1] and abs((seen[2] - seen[0]).total_seconds()) < 1e-4
 
 
-queries = mostly(st.builds(lambda w: f"where is {w}", text), text | not_str)
+queries = mostly(st.builds(lambda w: f"where is {w}", clean_text), text | not_str)
 ks = mostly(st.integers(1, 50) | st.integers(1, 10**12), st.integers(-3, 0) | st.floats() | not_str | text)
 tenants = mostly(st.sampled_from([TENANT, "nobody-here"]), text | not_str)
 
 
+weights = mostly(st.none() | st.floats(0, 1) | st.sampled_from([0, 1]),
+                 st.floats() | st.booleans() | clean_text | st.integers(2, 9) | st.integers(-9, -1))
+
+
 @FAST
-@given(query=queries, k=ks, as_of=mostly(good_times, bad_times | text | odd_values), tenant=tenants)
-def test_search_works_or_names_the_bad_argument(ram: Memory, query: Any, k: Any, as_of: Any, tenant: Any) -> None:
+@given(query=queries, k=ks, as_of=mostly(good_times, timestamps | odd_values), tenant=tenants,
+       lexical_weight=weights)
+def test_search_works_or_names_the_bad_argument(ram: Memory, query: Any, k: Any, as_of: Any, tenant: Any,
+                                                lexical_weight: Any) -> None:
     try:
-        hits = ram.search(query, tenant=tenant, k=k, as_of=as_of)
+        hits = ram.search(query, tenant=tenant, k=k, as_of=as_of, lexical_weight=lexical_weight)
     except InputError as err:
         event(f"rejected: {err.field}")
-        assert err.field in {"query", "k", "as_of", "tenant"}, err
+        assert err.field in {"query", "k", "as_of", "tenant", "lexical_weight"}, err
         return
     event("searched" + (" (hits)" if hits else ""))
     assert isinstance(k, int) and k >= 1 and isinstance(query, str) and query.strip()
     assert len(hits) <= k and all(isinstance(h, Hit) for h in hits)
+    assert lexical_weight is None or 0 <= lexical_weight <= 1
 
 
 # --- inputs that once slipped past the checks -------------------------------------------------------
@@ -236,3 +252,16 @@ def test_metadata_that_is_not_json_is_rejected_naming_metadata(tmp_path: Path, e
 def test_a_non_numeric_lexical_weight_is_an_input_error(ram: Memory) -> None:
     with pytest.raises(InputError):
         ram.search("Lisbon", tenant=TENANT, lexical_weight="high")  # type: ignore[arg-type]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "engine/interactions.py: metadata holding a lone surrogate passes json.dumps (ensure_ascii escapes it) but "
+    "the log writes UTF-8 and rejects it with no field; fix: json.dumps(metadata, allow_nan=False, "
+    "ensure_ascii=False).encode('utf-8') in to_interaction, catching UnicodeEncodeError too"))
+@pytest.mark.parametrize("metadata", [{"a": "\ud800"}, {"\udfff": 1}])
+def test_metadata_with_lone_surrogates_is_rejected_naming_metadata(tmp_path: Path, encoder: Encoder,
+                                                                   metadata: dict[str, Any]) -> None:
+    with Memory(tmp_path / "store", Config(), encoder=encoder) as mem:
+        with pytest.raises(InputError) as err:
+            mem.add("some metadata", tenant=TENANT, metadata=metadata)
+        assert err.value.field == "metadata", err.value

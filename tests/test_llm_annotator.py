@@ -408,3 +408,33 @@ def test_http_backend_is_a_backend(llm_server: StandIn, cost: CostMeter) -> None
     finally:
         backend.close()
     assert isinstance(got[0], str) and "lisbon" in got[0]
+
+
+# --- through the engine -----------------------------------------------------------------------------------
+
+
+def test_memory_marks_fallbacks_and_reannotate_redoes_them(llm_server: StandIn, encoder: Any) -> None:
+    from engine import Memory
+
+    config = Config(annotator="llm", llm_url=llm_server.url, llm_retries=1, llm_backoff_s=0.002)
+    mem = Memory(config=config, encoder=encoder)
+    try:
+        ids = mem.add_many(
+            [
+                {"content": "Ana booked a flight to Lisbon for May", "timestamp": "2024-04-01T10:00:00Z"},
+                {
+                    "content": "Ana found a hotel in Lisbon <<fault:note:malformed:2>>",
+                    "timestamp": "2024-04-02T10:00:00Z",
+                },
+                {"content": "Bo is learning to play chess", "timestamp": "2024-04-03T10:00:00Z"},
+            ],
+            tenant="t",
+        )
+        notes = [mem.get(i, tenant="t") for i in ids]
+        assert [n.annotated_by for n in notes] == ["llm", "embedded-fallback", "llm"]
+        assert all(n.keywords and n.context for n in notes)
+        assert mem.cost.stages["note"].fallbacks == 1
+        assert mem.reannotate(tenant="t") == 1  # the directive's two faulty answers are used up
+        assert mem.get(ids[1], tenant="t").annotated_by == "llm"
+    finally:
+        mem.close()

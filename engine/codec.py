@@ -45,12 +45,12 @@ def note_from_record(rec: dict[str, Any]) -> Note:
 
 def version_to_record(v: NoteVersion) -> dict[str, Any]:
     return {"note_id": v.note_id, "version": v.version, "note": note_to_record(v.note),
-            "embedding": encode_vector(np.asarray(v.embedding, dtype=np.float32)) if v.embedding else None,
+            "embedding": encode_vector(v.embedding) if v.embedding is not None else None,
             "stage": v.stage, "cause": v.cause, "changed_at": to_epoch(v.changed_at)}
 
 
 def version_from_record(rec: dict[str, Any]) -> NoteVersion:
-    emb = decode_vector(rec["embedding"]).tolist() if rec.get("embedding") else []
+    emb = decode_vector(rec["embedding"]) if rec.get("embedding") else None
     return NoteVersion(note_id=rec["note_id"], version=int(rec["version"]), note=note_from_record(rec["note"]),
                        embedding=emb, stage=rec["stage"], cause=rec.get("cause"),
                        changed_at=from_epoch(rec["changed_at"]))  # type: ignore[arg-type]

@@ -65,6 +65,8 @@ class Config:
     snapshot_every: int = 50_000
     """Log records after which the store writes a fresh snapshot and truncates the log."""
     read_only: bool = False
+    max_open_tenants: int = 1024
+    """Tenants of a persistent store kept in RAM at once; the least recently used is closed past this."""
 
     # --- device -------------------------------------------------------------
     device: str = "auto"
@@ -88,6 +90,8 @@ class Config:
             raise ConfigError("lexical_weight must be in [0, 1]")
         if self.llm_max_in_flight < 1 or self.llm_retries < 0:
             raise ConfigError("llm_max_in_flight must be >= 1 and llm_retries >= 0")
+        if self.max_open_tenants < 1:
+            raise ConfigError("max_open_tenants must be >= 1")
         if self.max_content_chars < 64:
             raise ConfigError("max_content_chars must be >= 64")
         if self.device not in ("auto", "cpu", "cuda"):

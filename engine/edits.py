@@ -51,7 +51,7 @@ def rollback(tm: TenantMemory, pipeline: WritePipeline, note_id: str, version: i
     after = past.note.copy()
     after.version = before.version  # _changed bumps it: a rollback is a new version, history stays linear
     after.links = list(before.links)
-    vec = np.asarray(past.embedding, dtype=np.float32) if past.embedding else pipeline.encode_notes([after])[0]
+    vec = past.embedding if past.embedding is not None else pipeline.encode_notes([after])[0]
     return _changed(tm, before, after, "rollback", vec, cause=f"version {version}"), after
 
 
@@ -79,7 +79,7 @@ def _changed(tm: TenantMemory, before: Note, after: Note, stage: str, vec: np.nd
     now = utcnow()
     after.version = before.version + 1
     after.updated_at = now
-    version = snapshot_version(before, stage, cause, now, tm.vector(before.id).tolist())
+    version = snapshot_version(before, stage, cause, now, tm.vector(before.id))
     return ChangeSet(upserts=[(after, vec)], versions=[version])
 
 

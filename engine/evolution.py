@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import numpy as np
+
 from engine.note import Note, NoteVersion
 from engine.schemas import NeighbourUpdate
 
 
 def snapshot_version(note: Note, stage: str, cause: str | None, at: datetime,
-                     embedding: list[float] | None = None) -> NoteVersion:
+                     embedding: np.ndarray | None = None) -> NoteVersion:
     return NoteVersion(note_id=note.id, version=note.version, note=note.copy(),
-                       embedding=embedding or [], stage=stage, cause=cause, changed_at=at)
+                       embedding=embedding, stage=stage, cause=cause, changed_at=at)
 
 
 def apply_update(note: Note, update: NeighbourUpdate, new: Note, at: datetime) -> tuple[Note, str | None]:

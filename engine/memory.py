@@ -6,9 +6,7 @@ Reads: recall over the tenant state.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +22,9 @@ from engine.interactions import check_text, to_interaction
 from engine.note import Hit, Interaction, Note, NoteVersion
 from engine.pipeline import WritePipeline
 from engine.recall import Recipe, search
-from engine.storage import TenantStorage
 from engine.store import TenantMemory
-from engine.tenant import validate_tenant
+from engine.tenants import Tenant, TenantPool
 from engine.timeutil import TimeLike, parse_time
-
-
-@dataclass(slots=True)
-class _Tenant:
-    state: TenantMemory
-    storage: TenantStorage | None
-    lock: threading.RLock
 
 
 class Memory:
@@ -48,9 +38,8 @@ class Memory:
         self.encoder = encoder or make_encoder(self.config)
         self.annotator = annotator or make_annotator(self.config, self.encoder, self.cost)
         self.pipeline = WritePipeline(self.config, self.encoder, self.annotator)
-        self._tenants: dict[str, _Tenant] = {}
-        self._lock = threading.Lock()
-        self._closed = False
+        self._pool = TenantPool(self.path, self.config, self.encoder.dim, self.encoder.name)
+        self._tenants = self._pool.open  # tests and benches peek at a tenant's state through this
 
     # --- writes -----------------------------------------------------------------
     def add(self, content: str, tenant: str = "default", timestamp: TimeLike | None = None,
@@ -70,10 +59,10 @@ class Memory:
 
     def add_interactions(self, interactions: list[Interaction], tenant: str = "default") -> list[str]:
         """add_many for already-validated Interactions (the chat-log reader yields these)."""
-        t = self._tenant(tenant)
-        with t.lock:
+        with self._pool.use(tenant) as t:
+            assert t is not None
             changes, ids = self.pipeline.run(t.state, interactions)
-            self._commit(t, changes)
+            _commit(t, changes)
         return ids
 
     def update(self, note_id: str, tenant: str = "default", **fields: Any) -> Note:
@@ -90,40 +79,43 @@ class Memory:
         return self._edit(tenant, lambda s: edits.rollback(s, self.pipeline, note_id, version))
 
     def delete(self, note_id: str, tenant: str = "default") -> None:
-        """Hard delete (privacy): gone from index, graph, history and the next snapshot."""
-        t = self._tenant(tenant)
-        with t.lock:
-            self._edit(tenant, lambda s: edits.delete(s, note_id))
+        """Hard delete (privacy): gone from index, graph, history and, at once, from disk."""
+        with self._pool.use(tenant, create=False) as t:
+            if t is None:
+                raise NotFound(f"no note {note_id!r} in tenant {tenant!r}")
+            _commit(t, edits.delete(t.state, note_id)[0])
             if t.storage is not None:
                 t.storage.checkpoint(t.state, purge=True)
 
     def reannotate(self, tenant: str = "default", batch_size: int = 256) -> int:
         """Redo the note stage for notes whose LLM annotation fell back to the embedded one."""
-        t = self._tenant(tenant)
-        with t.lock:
+        with self._pool.use(tenant) as t:
+            assert t is not None
             todo = [n for n in t.state.notes.values() if n.annotated_by == "embedded-fallback"]
             for i in range(0, len(todo), batch_size):
-                self._commit(t, edits.reannotate(t.state, self.pipeline, todo[i : i + batch_size]))
-        return sum(1 for n in todo if t.state.notes[n.id].annotated_by != "embedded-fallback")
+                _commit(t, edits.reannotate(t.state, self.pipeline, todo[i : i + batch_size]))
+            return sum(1 for n in todo if t.state.notes[n.id].annotated_by != "embedded-fallback")
 
-    def _edit(self, tenant: str, make: Any) -> Any:
-        t = self._tenant(tenant)
-        with t.lock:
+    def _edit(self, tenant: str, make: Callable[[TenantMemory], tuple[ChangeSet, Any]]) -> Any:
+        with self._pool.use(tenant, create=False) as t:
+            if t is None:
+                raise NotFound(f"tenant {tenant!r} has no notes")
             changes, result = make(t.state)
-            self._commit(t, changes)
+            _commit(t, changes)
         return result
-
-    def _commit(self, t: _Tenant, changes: ChangeSet) -> None:
-        if t.storage is not None:
-            t.storage.log(changes)
-        t.state.apply(changes)
-        if t.storage is not None and t.storage.should_checkpoint():
-            t.storage.checkpoint(t.state)
 
     # --- reads ------------------------------------------------------------------
     def search(self, query: str, tenant: str = "default", k: int = 10, as_of: TimeLike | None = None,
                include_superseded: bool = False, expand_links: bool | None = None,
                lexical_weight: float | None = None) -> list[Hit]:
+        """Top-k notes for `query`: valid now by default, valid at `as_of`, or all with include_superseded."""
+        recipe = self._recipe(query, k, as_of, include_superseded, expand_links, lexical_weight)
+        vec = self.encoder.encode_batch([query])[0]
+        with self._pool.use(tenant, create=False) as t:
+            return [] if t is None else search(t.state, vec, query, recipe)
+
+    def _recipe(self, query: str, k: int, as_of: TimeLike | None, include_superseded: bool,
+                expand_links: bool | None, lexical_weight: float | None) -> Recipe:
         if not isinstance(query, str) or not query.strip():
             raise InputError("query must be a non-empty string", field="query")
         check_text(query, "query")
@@ -133,107 +125,77 @@ class Memory:
                 lexical_weight, int | float) or not 0 <= lexical_weight <= 1):
             raise InputError(f"lexical_weight must be a number in [0, 1], got {lexical_weight!r}",
                              field="lexical_weight")
-        recipe = Recipe.from_config(self.config, k=k, as_of=parse_time(as_of, field="as_of"),
-                                    include_superseded=include_superseded, expand_links=expand_links,
-                                    lexical_weight=lexical_weight)
-        vec = self.encoder.encode_batch([query])[0]
-        t = self._tenant(tenant, create=False)
-        if t is None:
-            return []
-        with t.lock:
-            return search(t.state, vec, query, recipe)
+        return Recipe.from_config(self.config, k=k, as_of=parse_time(as_of, field="as_of"),
+                                  include_superseded=include_superseded, expand_links=expand_links,
+                                  lexical_weight=lexical_weight)
 
     def get(self, note_id: str, tenant: str = "default") -> Note:
-        t = self._tenant(tenant, create=False)
-        if t is None:
-            raise NotFound(f"no note {note_id!r} in tenant {tenant!r}")
-        with t.lock:
+        with self._pool.use(tenant, create=False) as t:
+            if t is None:
+                raise NotFound(f"no note {note_id!r} in tenant {tenant!r}")
             return t.state.get(note_id)
 
     def history(self, note_id: str, tenant: str = "default") -> list[NoteVersion]:
         """Prior versions, oldest first (the current state is `get`)."""
-        self.get(note_id, tenant)
-        t = self._tenant(tenant)
-        return list(t.state.history.get(note_id, []))
+        with self._pool.use(tenant, create=False) as t:
+            if t is None:
+                raise NotFound(f"no note {note_id!r} in tenant {tenant!r}")
+            t.state.get(note_id)
+            return list(t.state.history.get(note_id, []))
 
     def notes(self, tenant: str = "default") -> list[Note]:
-        t = self._tenant(tenant, create=False)
-        return [] if t is None else list(t.state.notes.values())
+        with self._pool.use(tenant, create=False) as t:
+            return [] if t is None else list(t.state.notes.values())
 
     def tenants(self) -> list[str]:
-        known = set(self._tenants)
-        if self.path is not None and (self.path / "tenants").exists():
-            known.update(p.name for p in (self.path / "tenants").iterdir() if p.is_dir())
-        return sorted(known)
+        return self._pool.names()
 
     def stats(self) -> dict[str, Any]:
         per: dict[str, dict[str, Any]] = {}
         for name in self.tenants():
-            t = self._tenant(name)
-            s = t.state
-            per[name] = {"notes": len(s), "links": sum(len(n.links) for n in s.notes.values()),
-                         "versions": sum(len(v) for v in s.history.values()),
-                         "superseded": sum(1 for n in s.notes.values() if n.invalid_at is not None),
-                         "fallbacks": sum(1 for n in s.notes.values() if n.annotated_by == "embedded-fallback"),
-                         "problems": list(t.storage.problems) if t.storage else []}
+            with self._pool.use(name) as t:
+                assert t is not None
+                per[name] = _tenant_stats(t)
         total = sum(p["notes"] for p in per.values())
         return {"tenants": per, "notes": total, "cost": self.cost.report(total)}
 
     # --- lifecycle -----------------------------------------------------------------
-    def _tenant(self, name: str, create: bool = True) -> Any:
-        name = validate_tenant(name)
-        with self._lock:
-            if self._closed:
-                raise InputError("this Memory is closed")
-            t = self._tenants.get(name)
-            if t is None:
-                if not create and not self._exists_on_disk(name):
-                    return None
-                t = self._open_tenant(name)
-                self._tenants[name] = t
-            return t
-
-    def _exists_on_disk(self, name: str) -> bool:
-        return self.path is not None and (self.path / "tenants" / name).exists()
-
-    def _open_tenant(self, name: str) -> _Tenant:
-        state = TenantMemory(name, self.encoder.dim, use_cuda=self.config.use_cuda)
-        storage = None
-        if self.path is not None:
-            storage = TenantStorage(self.path / "tenants", name, self.config, self.encoder.name)
-            storage.load(state)
-        return _Tenant(state=state, storage=storage, lock=threading.RLock())
-
     def checkpoint(self) -> None:
         """Write a snapshot of every open tenant now (close does this too)."""
-        for t in list(self._tenants.values()):
-            with t.lock:
-                if t.storage is not None:
+        for name in list(self._pool.open):
+            with self._pool.use(name) as t:
+                if t is not None and t.storage is not None:
                     t.storage.checkpoint(t.state)
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            tenants = list(self._tenants.values())
-        errors = []
-        for t in tenants:
-            with t.lock:
-                if t.storage is not None:
-                    try:
-                        t.storage.close(t.state)
-                    except Exception as exc:  # close every tenant, then report the first failure
-                        errors.append(exc)
-        self.annotator.close()
-        if errors:
-            raise errors[0]
+        try:
+            self._pool.close()
+        finally:
+            self.annotator.close()
 
     def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _commit(t: Tenant, changes: ChangeSet) -> None:
+    """Log (fsync) before applying: what a call acknowledged survives a crash."""
+    if t.storage is not None:
+        t.storage.log(changes)
+    t.state.apply(changes)
+    if t.storage is not None and t.storage.should_checkpoint():
+        t.storage.checkpoint(t.state)
+
+
+def _tenant_stats(t: Tenant) -> dict[str, Any]:
+    notes = t.state.notes.values()
+    return {"notes": len(t.state), "links": sum(len(n.links) for n in notes),
+            "versions": sum(len(v) for v in t.state.history.values()),
+            "superseded": sum(1 for n in notes if n.invalid_at is not None),
+            "fallbacks": sum(1 for n in notes if n.annotated_by == "embedded-fallback"),
+            "problems": list(t.storage.problems) if t.storage else []}
 
 
 def make_annotator(config: Config, encoder: Encoder, cost: CostMeter) -> Annotator:

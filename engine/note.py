@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from engine.timeutil import utcnow
 
 
@@ -120,7 +122,8 @@ class NoteVersion:
     version: int
     note: Note
     """The full prior state (a copy)."""
-    embedding: list[float]
+    embedding: np.ndarray | None
+    """The vector it had, when known (None: re-encode the restored text, the encoder is deterministic)."""
     stage: str
     """What changed it: 'evolve', 'supersede', 'merge', 'update', 'invalidate', 'rollback'."""
     cause: str | None

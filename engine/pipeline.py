@@ -67,7 +67,7 @@ class _Batch:
     def change(self, before: Note, after: Note, stage: str, cause: str | None) -> None:
         """Record `before` as a version and make `after` the latest state."""
         first_change = before.id in self.tm.notes and before.id not in self.changed
-        vec = self.tm.vector(before.id).tolist() if first_change else None
+        vec = self.tm.vector(before.id) if first_change else None
         self.versions.append(snapshot_version(before, stage, cause, self.now, vec))
         if self.is_new(after.id):
             self.new[self.pos[after.id]] = after

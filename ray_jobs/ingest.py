@@ -20,8 +20,9 @@ import time
 from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import pyarrow as pa
 import ray
 from tqdm import tqdm
 
@@ -123,7 +124,7 @@ def _route(router: Router, files: list[str], fmt: str, default_tenant: str) -> N
     rows = dataset.flat_map(partial(_rows_of, fmt=fmt, default_tenant=default_tenant))
     for block in rows.iter_batches(batch_size=BLOCK_ROWS, batch_format="pyarrow"):
         groups: dict[str, list[dict[str, Any]]] = {}
-        for row in block.to_pylist():
+        for row in cast(pa.Table, block).to_pylist():
             groups.setdefault(row["tenant"], []).append(row)
         for tenant, group in groups.items():
             router.send(tenant, group)

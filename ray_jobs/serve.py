@@ -36,9 +36,8 @@ QUERY_WAIT_S = 0.002
 """How long a query waits for others to share its encoder call: small next to a search (~1 ms)."""
 
 
-@serve.deployment(num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64)
-class MemoryWriter:
-    """The store's only writer. num_cpus=0 everywhere here: replicas share the machine's cores."""
+class Writer:
+    """The store's only writer (deployed as MemoryWriter, one replica)."""
 
     def __init__(self, store: str) -> None:
         self.memory = Memory(Path(store), Config.from_env())
@@ -51,6 +50,12 @@ class MemoryWriter:
 
     def __del__(self) -> None:  # Serve's shutdown hook for a replica: snapshot and release the locks
         self.memory.close()
+
+
+# num_cpus=0 for every deployment here: the replicas share the machine's cores with the Ray Data and
+# ingest work a small cluster also runs; reserving a CPU each would leave a 2-core machine unable to
+# place the writer.
+MemoryWriter = serve.deployment(name="amem-writer", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64)(Writer)
 
 
 class BatchedQueryEncoder:
@@ -136,8 +141,8 @@ class Api:
 
 def build(store: Path, keys: Path | None, replicas: int) -> Any:
     """The Serve application: `replicas` Api replicas bound to one MemoryWriter."""
-    api = serve.deployment(Api, name="amem-api", num_replicas=replicas, max_ongoing_requests=64,
-                           ray_actor_options={"num_cpus": 0})
+    api = serve.deployment(name="amem-api", num_replicas=replicas, max_ongoing_requests=64,
+                           ray_actor_options={"num_cpus": 0})(Api)
     return api.bind(str(store), str(keys) if keys else None, MemoryWriter.bind(str(store)))
 
 

@@ -127,7 +127,8 @@ def _admin(request: Request) -> KeyStore:
 
 
 def _backend(request: Request) -> Backend:
-    return request.app.state.backend  # type: ignore[no-any-return]
+    backend: Backend = request.app.state.backend
+    return backend
 
 
 Tenant = Annotated[str, Depends(_tenant)]

@@ -1,0 +1,177 @@
+"""What durability costs: ingest with the write-ahead log on vs off, and time to reopen a big store.
+
+    python -m bench.durability [--quick] [--rebuild]
+
+Ingest: bench/synth.py interactions into a fresh on-disk store, Config(wal=True) vs Config(wal=False),
+at batch 1 (one add per interaction: one fsync each) and batch 256 (one fsync per group). Only the
+add loop is timed; the closing snapshot is timed apart.
+
+Reopen: a store of `--notes` notes is built once with wal=False and closed (one snapshot), cached under
+/tmp/durability_helper/. A copy of it is opened as a writer (`Memory(path)` + the first search, which
+loads the tenant), as is a copy with `--log-records` single-interaction records left in the log by a
+process that died without closing. Copies are fresh in the page cache: this is a warm reopen.
+The reopen store's interactions carry a unique "Ref <i>." so near-duplicate folding keeps them apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import table, write_json
+from bench.synth import interactions
+from engine import Config, Memory
+from engine.encoder import Encoder, make_encoder
+
+CACHE = Path("/tmp/durability_helper")
+TENANT = "bench"
+CACHE_VERSION = 1  # bump when the store format changes, to rebuild cached stores
+
+
+def _items(n: int, seed: int = 0, unique: bool = False) -> list[dict[str, Any]]:
+    out = [{k: v for k, v in it.items() if k != "tenant"} for it in interactions(n, seed=seed)]
+    if unique:
+        for i, it in enumerate(out):
+            it["content"] = f"{it['content']} Ref {i}."
+    return out
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# --- ingest: log on vs off ------------------------------------------------------------------------------
+def ingest_rate(items: list[dict[str, Any]], batch_size: int, wal: bool, encoder: Encoder) -> dict[str, Any]:
+    path = CACHE / "bench-ingest" / f"{'wal' if wal else 'nowal'}-b{batch_size}"
+    shutil.rmtree(path, ignore_errors=True)
+    mem = Memory(path, Config(wal=wal), encoder=encoder)
+    started = time.perf_counter()
+    for i in range(0, len(items), batch_size):
+        mem.add_many(items[i : i + batch_size], tenant=TENANT)
+    elapsed = time.perf_counter() - started
+    log = path / "tenants" / TENANT / "wal.log"
+    log_bytes = log.stat().st_size if log.exists() else 0
+    started = time.perf_counter()
+    mem.close()
+    close_s = time.perf_counter() - started
+    shutil.rmtree(path, ignore_errors=True)
+    return {"batch": batch_size, "wal": wal, "interactions": len(items), "seconds": elapsed,
+            "per_s": len(items) / elapsed, "log_bytes_per_item": log_bytes / len(items), "close_s": close_s}
+
+
+def ingest_table(n_grouped: int, n_single: int, encoder: Encoder) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows, ratios = [], []
+    for batch, n in ((1, n_single), (256, n_grouped)):
+        items = _items(n, seed=1)
+        on, off = (ingest_rate(items, batch, wal, encoder) for wal in (True, False))
+        rows += [on, off]
+        ratios.append({"batch": batch, "interactions": n, "wal_on_per_s": on["per_s"], "wal_off_per_s": off["per_s"],
+                       "on_over_off": on["per_s"] / off["per_s"],
+                       "ms_per_add_for_log": (on["seconds"] - off["seconds"]) / (n / batch) * 1e3})
+    return rows, ratios
+
+
+# --- reopen: snapshot only vs snapshot + log --------------------------------------------------------------
+def base_store(n_notes: int, encoder: Encoder, rebuild: bool) -> Path:
+    """A closed store of about `n_notes` notes (one snapshot, no log), built once and cached."""
+    path = CACHE / f"reopen-{n_notes}"
+    params = {"version": CACHE_VERSION, "notes": n_notes, "encoder": encoder.name}
+    marker = path / "bench-params.json"
+    if not rebuild and marker.exists() and json.loads(marker.read_text()) == params:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    items = _items(n_notes, seed=2, unique=True)
+    started = time.perf_counter()
+    with Memory(path, Config(wal=False), encoder=encoder) as mem:
+        for i in range(0, len(items), 1024):
+            mem.add_many(items[i : i + 1024], tenant=TENANT)
+    print(f"built {path} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    marker.write_text(json.dumps(params))
+    return path
+
+
+_APPEND_AND_DIE = """
+import os, sys, json
+from engine import Config, Memory
+path, items = sys.argv[1], json.loads(open(sys.argv[2]).read())
+mem = Memory(path, Config(wal=True, snapshot_every=10**9))
+for item in items:
+    mem.add_many([item], tenant=sys.argv[3])
+os._exit(0)  # die without close: every record stays in the log
+"""
+
+
+def log_store(base: Path, n_records: int, rebuild: bool) -> Path:
+    """`base` plus `n_records` one-interaction records left in its log (cached)."""
+    path = base.with_name(f"{base.name}-log{n_records}")
+    marker = path / "bench-params.json"
+    params = {**json.loads((base / "bench-params.json").read_text()), "log_records": n_records}
+    if not rebuild and marker.exists() and json.loads(marker.read_text()) == params:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.copytree(base, path)
+    spec = CACHE / "log-items.json"
+    spec.write_text(json.dumps(_items(n_records, seed=3, unique=True)))
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", _APPEND_AND_DIE, str(path), str(spec), TENANT], check=True,
+                   cwd=Path(__file__).resolve().parents[1])
+    print(f"built {path} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    marker.write_text(json.dumps(params))
+    return path
+
+
+def reopen(cached: Path, label: str, encoder: Encoder) -> dict[str, Any]:
+    path = CACHE / "reopen-scratch"
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.copytree(cached, path)
+    started = time.perf_counter()
+    mem = Memory(path, Config(), encoder=encoder)
+    hits = mem.search("guitar lessons in Lisbon", tenant=TENANT, k=10)
+    open_s = time.perf_counter() - started
+    notes = len(mem.notes(TENANT))
+    log = path / "tenants" / TENANT / "wal.log"
+    log_bytes = log.stat().st_size if log.exists() else 0
+    started = time.perf_counter()
+    mem.close()  # after a replay this writes the first snapshot
+    close_s = time.perf_counter() - started
+    row = {"store": label, "notes": notes, "store_mb": _dir_bytes(cached) / 2**20, "log_mb": log_bytes / 2**20,
+           "open_and_search_s": open_s, "hits": len(hits), "close_s": close_s}
+    shutil.rmtree(path, ignore_errors=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run in well under a minute")
+    ap.add_argument("--rebuild", action="store_true", help="rebuild the cached reopen stores")
+    args = ap.parse_args()
+    n_grouped, n_single, n_notes, n_log = (2_000, 200, 5_000, 500) if args.quick else (20_000, 2_000, 100_000, 10_000)
+    started = time.perf_counter()
+    encoder = make_encoder(Config())
+    encoder_s = time.perf_counter() - started
+    rows, ratios = ingest_table(n_grouped, n_single, encoder)
+    base = base_store(n_notes, encoder, args.rebuild)
+    logged = log_store(base, n_log, args.rebuild)
+    reopened = [reopen(base, "snapshot only", encoder), reopen(logged, f"snapshot + {n_log} log records", encoder)]
+    replay_s = reopened[1]["open_and_search_s"] - reopened[0]["open_and_search_s"]
+    print(table(rows, ["batch", "wal", "interactions", "seconds", "per_s", "log_bytes_per_item", "close_s"]))
+    print()
+    print(table(ratios, ["batch", "interactions", "wal_on_per_s", "wal_off_per_s", "on_over_off",
+                         "ms_per_add_for_log"]))
+    print()
+    print(table(reopened, ["store", "notes", "store_mb", "log_mb", "open_and_search_s", "hits", "close_s"]))
+    print(f"\nreplay: {replay_s:.2f} s for {n_log} records ({replay_s / n_log * 1e3:.2f} ms each); "
+          f"encoder load (not in the reopen times): {encoder_s:.2f} s")
+    write_json("durability-quick" if args.quick else "durability", {"quick": args.quick, "ingest": rows, "ratios": ratios, "reopen": reopened,
+                              "replay_s": replay_s, "replay_ms_per_record": replay_s / n_log * 1e3,
+                              "encoder_load_s": encoder_s})
+
+
+if __name__ == "__main__":
+    main()

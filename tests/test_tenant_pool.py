@@ -1,0 +1,39 @@
+"""Many tenants on one store: only max_open_tenants stay resident; the rest reopen from disk on use."""
+
+from __future__ import annotations
+
+import threading
+
+from engine import Config, Memory
+
+
+def test_idle_tenants_are_closed_and_reopen_with_their_notes(store, encoder) -> None:
+    with Memory(store, Config(max_open_tenants=2), encoder=encoder) as mem:
+        ids = {f"t{i}": mem.add(f"tenant {i} keeps a pet iguana named Iggy{i}", tenant=f"t{i}") for i in range(6)}
+        assert len(mem._tenants) == 2  # the four least recently used were snapshotted and closed
+        for name, nid in ids.items():
+            assert mem.get(nid, tenant=name).content.endswith(f"Iggy{name[1:]}")
+            assert mem.search("iguana", tenant=name, k=1)[0].note.id == nid
+            assert len(mem._tenants) <= 2
+        assert mem.tenants() == sorted(ids)
+
+
+def test_eviction_never_closes_a_tenant_in_use(store, encoder) -> None:
+    with Memory(store, Config(max_open_tenants=1), encoder=encoder) as mem:
+        errors: list[BaseException] = []
+
+        def work(name: str) -> None:
+            try:
+                for i in range(15):
+                    mem.add(f"{name} note {i} about gardening and tomatoes", tenant=name)
+                    mem.search("tomatoes", tenant=name)
+            except BaseException as exc:  # collected and asserted below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(f"w{i}",)) for i in range(3)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert errors == []
+        assert all(len(mem.notes(f"w{i}")) == 15 for i in range(3))

@@ -154,8 +154,17 @@ def _interaction(item: MemoryIn, index: int) -> Interaction:
 
 
 @_router.post("/v1/search", response_model=SearchResponse, tags=["memories"])
-def search(body: SearchRequest, tenant: Tenant, mem: Mem) -> SearchResponse:
+async def search(body: SearchRequest, tenant: Tenant, mem: Mem) -> SearchResponse:
     """Hybrid (dense + BM25) recall with optional 1-hop link expansion, at a point in time if as_of is set."""
+    import anyio, functools, os
+    global _LIM
+    try:
+        lim = _LIM
+    except NameError:
+        lim = _LIM = anyio.CapacityLimiter(int(os.environ.get("LIM", "2")))
+    return await anyio.to_thread.run_sync(functools.partial(_search, body, tenant, mem), limiter=lim)
+
+def _search(body, tenant, mem):
     hits = mem.search(body.query, tenant=tenant, k=body.k, as_of=body.as_of,
                       include_superseded=body.include_superseded, expand_links=body.expand_links)
     return SearchResponse(hits=[hit_out(h) for h in hits])

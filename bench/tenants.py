@@ -1,0 +1,93 @@
+"""Many small tenants: what one costs in RAM, what a FAISS object adds, and what the open-tenant bound buys.
+
+    python -m bench.tenants [--tenants 2000] [--notes 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from bench.common import table, write_json
+from bench.synth import interactions
+from engine import Config, Memory
+from engine.encoder import WordLlamaEncoder
+
+
+def rss_mb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 2**20
+
+
+def faiss_object_bytes(count: int = 20_000, dim: int = 256) -> float:
+    gc.collect()
+    before = rss_mb()
+    keep = [faiss.IndexFlatIP(dim) for _ in range(count)]
+    cost = (rss_mb() - before) * 2**20 / count
+    del keep
+    return cost
+
+
+def fill(mem: Memory, tenants: int, notes: int) -> float:
+    by: dict[str, list[dict[str, object]]] = {}
+    for it in interactions(tenants * notes, tenants=tenants):
+        by.setdefault(str(it.pop("tenant")), []).append(it)
+    started = time.perf_counter()
+    for name, items in by.items():
+        mem.add_many(items, tenant=name)
+    return time.perf_counter() - started
+
+
+def search_ms(mem: Memory, tenants: int, count: int = 500) -> float:
+    rng = np.random.default_rng(0)
+    names = [f"tenant-{i:04d}" for i in rng.integers(0, tenants, count)]
+    started = time.perf_counter()
+    for name in names:
+        mem.search("guitar class in Lisbon", tenant=name, k=5)
+    return (time.perf_counter() - started) / count * 1e3
+
+
+def run(label: str, tenants: int, notes: int, path: Path | None, max_open: int,
+        encoder: WordLlamaEncoder) -> dict[str, object]:
+    gc.collect()
+    before = rss_mb()
+    mem = Memory(path, Config(max_open_tenants=max_open, wal=False), encoder=encoder)
+    ingest_s = fill(mem, tenants, notes)
+    gc.collect()
+    grown = rss_mb() - before
+    stored = sum(len(mem.notes(f"tenant-{i:04d}")) for i in range(tenants))
+    row = {"setup": label, "tenants": tenants, "notes": stored, "resident_tenants": len(mem._tenants),
+           "rss_mb": grown, "kb_per_tenant": grown * 1024 / tenants, "ingest_s": ingest_s,
+           "search_ms": search_ms(mem, tenants)}
+    mem.close()
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--tenants", type=int, default=2000)
+    ap.add_argument("--notes", type=int, default=20)
+    args = ap.parse_args()
+    faiss_b = faiss_object_bytes()
+    encoder = WordLlamaEncoder()  # loaded before any measurement: its weights are not a tenant's cost
+    tmp = Path(tempfile.mkdtemp(prefix="amem-tenants-"))
+    try:
+        rows = [run("in RAM, all resident", args.tenants, args.notes, None, 1024, encoder),
+                run("store, max_open_tenants=128", args.tenants, args.notes, tmp / "store", 128, encoder)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(table(rows, ["setup", "tenants", "notes", "resident_tenants", "rss_mb", "kb_per_tenant", "ingest_s",
+                       "search_ms"]))
+    print(f"\nan empty FAISS IndexFlatIP(256) costs {faiss_b:.0f} bytes; a 20-note tenant's vectors alone "
+          f"{args.notes * 256 * 4 / 1024:.0f} KB")
+    write_json("tenants", {"rows": rows, "faiss_object_bytes": faiss_b})
+
+
+if __name__ == "__main__":
+    main()

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from engine.changes import ChangeSet
 from engine.note import Link, Note, NoteVersion
 from engine.timeutil import from_epoch, to_epoch
+from engine.walformat import decode_vector, encode_vector
 
 _TIME_FIELDS = ("timestamp", "created_at", "updated_at", "valid_at", "invalid_at", "expired_at")
 
@@ -74,14 +72,6 @@ def changes_from_records(records: list[dict[str, Any]]) -> ChangeSet:
         elif op == "upsert":
             changes.upserts.append((note_from_record(rec["note"]), decode_vector(rec["vector"])))
     return changes
-
-
-def encode_vector(vec: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(vec, dtype="<f4").tobytes()).decode("ascii")
-
-
-def decode_vector(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
 
 
 def dumps(obj: Any) -> str:

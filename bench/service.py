@@ -53,13 +53,16 @@ def main(argv: list[str] | None = None) -> int:
         warm_s = _warm(url, keys["by_tenant"])
         load = asyncio.run(_load(url, keys["by_tenant"], args.clients, args.seconds, args.seed))
         rss = _rss_bytes(server.pid)
+        # One client alone: the service's own per-request cost, without queueing behind 63 others.
+        alone = asyncio.run(_load(url, keys["by_tenant"], 1, min(5.0, args.seconds), args.seed))
     finally:
         _stop(server)
     floor = _floor(store, built["tenants"], num=args.floor_queries, seed=args.seed)
     report = _report(args, built, load, floor, rss, startup_s, warm_s)
+    report["service_one_client"] = alone
     _print(report)
     print(f"wrote {write_json('service', report)}")
-    return 0 if load["errors"] == 0 else 1
+    return 0 if load["errors"] == alone["errors"] == 0 else 1
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -223,17 +226,20 @@ def _report(args: argparse.Namespace, built: dict[str, Any], load: dict[str, Any
 
 
 def _print(r: dict[str, Any]) -> None:
-    s, f = r["service"], r["in_process"]
+    s, one, f = r["service"], r["service_one_client"], r["in_process"]
     rows = [{"path": f"HTTP, {r['clients']} clients", "qps": s["qps"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"],
              "requests": s["requests"], "errors": s["errors"]},
+            {"path": "HTTP, 1 client", "qps": one["qps"], "p50_ms": one["p50_ms"], "p99_ms": one["p99_ms"],
+             "requests": one["requests"], "errors": one["errors"]},
             {"path": "in-process, 1 thread", "qps": f["qps_one_thread"], "p50_ms": f["p50_ms"], "p99_ms": f["p99_ms"],
              "requests": f["queries"], "errors": 0}]
     print(f"\nstore: {r['store']['notes']:,} notes in {len(r['store']['tenants'])} tenants; "
           f"server RSS {r['server']['rss_mb']:.0f} MiB ({r['server']['rss_bytes_per_note']:.0f} B/note), "
           f"startup {r['server']['startup_s']:.1f} s, first search of every tenant {r['server']['warm_all_tenants_s']:.1f} s")
     print(table(rows, ["path", "qps", "p50_ms", "p99_ms", "requests", "errors"]))
-    if s["errors"]:
-        print(f"ERRORS: {s['error_samples']}")
+    for phase in (s, one):
+        if phase["errors"]:
+            print(f"ERRORS: {phase['error_samples']}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Config
-from engine.errors import AmemError
+from engine.errors import AmemError, InputError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -98,8 +98,12 @@ def _ingest(args: argparse.Namespace) -> int:
     if args.ray:
         from ray_jobs.ingest import run_ingest
 
+        if args.rejects is not None:
+            raise InputError("--rejects is not supported with --ray (rejected lines are counted in the report)",
+                             field="rejects")
         report = run_ingest([str(f) for f in args.file], store=str(args.store), default_tenant=args.tenant,
-                            config=config, num_shards=args.shards, fmt=args.format, on_error=args.on_error)
+                            config=config, num_shards=args.shards, fmt=args.format, on_error=args.on_error,
+                            max_batch=args.batch_size)
     else:
         report = ingest_files(args.file, store=args.store, tenant=args.tenant, config=config, fmt=args.format,
                               on_error=args.on_error, rejects=args.rejects, batch_size=args.batch_size)

@@ -159,6 +159,13 @@ class Memory:
         total = sum(p["notes"] for p in per.values())
         return {"tenants": per, "notes": total, "cost": self.cost.report(total)}
 
+    def refresh(self, tenant: str | None = None) -> None:
+        """Read-only stores: pick up what the store's writer has committed since (one tenant, or all open)."""
+        for name in [tenant] if tenant is not None else list(self._pool.open):
+            with self._pool.use(name, create=False) as t:
+                if t is not None and t.storage is not None:
+                    t.state = t.storage.refresh(t.state)
+
     # --- lifecycle -----------------------------------------------------------------
     def checkpoint(self) -> None:
         """Write a snapshot of every open tenant now (close does this too)."""

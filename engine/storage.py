@@ -41,12 +41,14 @@ class TenantStorage:
                      if config.wal and self._writable_or_exists() else None)
         self.seq = 0
         self._since_snapshot = 0
+        self._seen: tuple[tuple[int, int, int], ...] = ()
 
     def _writable_or_exists(self) -> bool:
         return not self.read_only or (self.folder / "wal.log").exists()
 
     def load(self, tm: TenantMemory) -> TenantMemory:
         """Newest good snapshot, then every logged ChangeSet after it."""
+        self._seen = self._signature()
         snap_seq = self._load_snapshot(tm)
         self.seq = snap_seq
         if self._wal is not None:
@@ -63,6 +65,41 @@ class TenantStorage:
             if not self.read_only and self._wal.last_seq < snap_seq:
                 self._wal.truncate(snap_seq)  # the log restarts after the snapshot, never below it
         return tm
+
+    def refresh(self, tm: TenantMemory) -> TenantMemory:
+        """Read-only: catch up with what the writer did since the last look.
+
+        New log records are applied to `tm`; when the writer truncated its log past what this reader has
+        (a newer snapshot took those records), a fresh state is loaded and returned instead. An unchanged
+        log and manifest cost two stat calls.
+        """
+        signature = self._signature()
+        if not self.read_only or signature == self._seen:
+            return tm
+        wal_path = self.folder / "wal.log"
+        wal = WriteAheadLog(wal_path, read_only=True) if self.config.wal and wal_path.exists() else None
+        newest = snapshots_newest_first(self.folder)
+        snap_seq = int(newest[0].name.split("-")[1]) if newest else 0
+        if (wal.base_seq if wal is not None else snap_seq) > self.seq:
+            self._wal = wal
+            return self.load(TenantMemory(tm.tenant, tm.index.dim))
+        self._seen = signature
+        if wal is not None:
+            self._wal = wal
+            for seq, record in wal.replay(after_seq=self.seq, strict=False):
+                tm.apply(changes_from_records(record["changes"]))
+                self.seq = seq
+        return tm
+
+    def _signature(self) -> tuple[tuple[int, int, int], ...]:
+        out = []
+        for name in ("wal.log", "manifest.json"):
+            try:
+                st = (self.folder / name).stat()
+                out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except FileNotFoundError:
+                out.append((0, 0, 0))
+        return tuple(out)
 
     def _load_snapshot(self, tm: TenantMemory) -> int:
         for path in snapshots_newest_first(self.folder) if self.folder.exists() else []:

@@ -162,5 +162,5 @@ def _report(router: Router, checks: list[FileCheck], notes: dict[str, int], elap
         "shards": [{"shard": i, "tenants": len(s.tenants), "records": s.num_records}
                    for i, s in enumerate(router.shards)],
         "restarts": router.num_restarts,
-        "llm_max_in_flight_per_shard": shard_config.llm_max_in_flight,
+        "llm_max_in_flight_per_shard": None if shard_config.annotator == "embedded" else shard_config.llm_max_in_flight,
     }

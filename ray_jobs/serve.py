@@ -49,7 +49,9 @@ class Writer:
         self.memory.delete(note_id, tenant=tenant)
 
     def __del__(self) -> None:  # Serve's shutdown hook for a replica: snapshot and release the locks
-        self.memory.close()
+        memory = self.__dict__.get("memory")  # absent when __init__ failed: nothing to close
+        if memory is not None:
+            memory.close()
 
 
 # num_cpus=0 for every deployment here: the replicas share the machine's cores with the Ray Data and

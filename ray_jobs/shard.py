@@ -84,9 +84,12 @@ class ShardWorker:
             self._raise_error()
             if seq not in self._seen:  # a resend of something this incarnation already holds
                 self._seen.add(seq)
-                self._remaining[seq] = len(interactions)
                 now = time.monotonic()
                 self._queues.setdefault(tenant, deque()).extend(_Queued(seq, item, now) for item in interactions)
+                if interactions:
+                    self._remaining[seq] = len(interactions)
+                else:
+                    self._acked.append(seq)  # nothing to write: done on arrival
                 self._cond.notify_all()
             return self._status(cursor)
 

@@ -12,6 +12,7 @@ import random
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine import Config, Memory
-from engine.errors import InputError
+from engine.errors import ConfigError, InputError
 from engine.ingest import ingest_files
+from engine.note import Interaction
 from ray_jobs.reader import parquet_items
 from ray_jobs.router import shard_of
 
@@ -29,7 +31,7 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
 
 from ray_jobs.cluster import worker_env  # noqa: E402
-from ray_jobs.ingest import run_ingest  # noqa: E402
+from ray_jobs.ingest import run_ingest, split_llm_limits  # noqa: E402
 
 WORDS = ["coffee", "paris", "dog", "cat", "music", "guitar", "tennis", "nurse", "doctor", "hiking", "book", "movie", "train", "trip", "dinner", "sister", "garden", "piano", "python", "cooking", "pasta", "bike", "ocean", "mountain", "denver", "teaching", "walnut", "table"]
 
@@ -131,6 +133,63 @@ def _read(path: Path) -> list[Any]:
 
     with read_chatlog(path) as reader:
         return list(reader)
+
+
+def test_bad_record_fails_the_run_before_any_write_or_is_skipped(cluster: None, tmp_path: Path) -> None:
+    log = tmp_path / "a.jsonl"
+    write_log(log, 20, ["x"], seed=5)
+    lines = log.read_text().splitlines()
+    lines.insert(2, json.dumps({"content": "no time", "tenant": "x"}))
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"a\.jsonl:3.*timestamp"):
+        run_ingest([str(log)], str(tmp_path / "s"), config=Config(), num_shards=2, progress=False)
+    assert not (tmp_path / "s" / "tenants").exists()
+    report = run_ingest([str(log)], str(tmp_path / "s"), config=Config(), num_shards=2, on_error="skip",
+                        progress=False)
+    assert report["records"] == 20 and report["rejected"] == 1 and report["notes"] == 20
+
+
+def test_shard_worker_acks_a_delivery_only_when_all_of_it_is_written(tmp_path: Path, encoder: Any) -> None:
+    from ray_jobs.reader import to_row
+    from ray_jobs.shard import ShardWorker
+
+    rng = random.Random(6)
+    rows = [to_row(Interaction(" ".join(rng.choices(WORDS, k=8)), datetime(2024, 1, 1, tzinfo=UTC), "ann", {},
+                               f"src{i}"), "t", "default") for i in range(30)]
+    worker = ShardWorker(0, str(tmp_path / "s"), Config(), max_batch=16, max_wait_ms=600_000)
+    worker.submit(0, "t", rows, cursor=0)
+    _until(lambda: worker.status(0).num_records == 16)  # one full batch written, the rest waits for more
+    status = worker.submit(0, "t", rows, cursor=0)  # a resend of a seq it holds: ignored
+    assert status.acked == [] and status.num_queued == 14 and status.num_ready == 0
+    worker.drain(0)
+    _until(lambda: worker.status(0).acked == [0])
+    assert worker.submit(1, "t", [], cursor=1).acked == [1]  # an empty delivery is done on arrival
+    assert worker.close(["t"])["notes"] == {"t": 30}
+
+
+def _until(check: Any, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+def test_llm_limit_is_split_across_shards() -> None:
+    llm = Config(annotator="llm", llm_url="http://127.0.0.1:9/v1", llm_max_in_flight=64,
+                 llm_max_tokens_in_flight=100_000)
+    shard = split_llm_limits(llm, 3)
+    assert (shard.llm_max_in_flight, shard.llm_max_tokens_in_flight) == (21, 33_333)
+    assert 3 * shard.llm_max_in_flight <= llm.llm_max_in_flight
+    assert split_llm_limits(Config(), 8) == Config()  # embedded: no LLM, nothing to share
+    with pytest.raises(ConfigError, match="at least one request"):
+        split_llm_limits(llm.with_(llm_max_in_flight=2), 3)
+    with pytest.raises(ConfigError, match="vllm"):
+        split_llm_limits(Config(annotator="vllm"), 2)
+
+
+def test_tenants_hash_to_shards_stably() -> None:
+    assert [shard_of(t, 4) for t in ("alice", "bob", "carol")] == [shard_of(t, 4) for t in ("alice", "bob", "carol")]
+    assert {shard_of(f"tenant{i}", 4) for i in range(100)} == {0, 1, 2, 3}
 
 
 def test_parquet_rows_are_checked_and_get_stable_ids(tmp_path: Path) -> None:

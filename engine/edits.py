@@ -44,9 +44,10 @@ def invalidate(tm: TenantMemory, note_id: str, at: datetime | None) -> tuple[Cha
 
 def rollback(tm: TenantMemory, pipeline: WritePipeline, note_id: str, version: int) -> tuple[ChangeSet, Note]:
     before = tm.get(note_id)
-    past = next((v for v in tm.history.get(note_id, []) if v.version == version), None)
+    kept = tm.history.of(note_id)
+    past = next((v for v in kept if v.version == version), None)
     if past is None:
-        known = [v.version for v in tm.history.get(note_id, [])]
+        known = [v.version for v in kept]
         raise NotFound(f"note {note_id!r} has no version {version} (kept: {known})")
     after = past.note.copy()
     after.version = before.version  # _changed bumps it: a rollback is a new version, history stays linear

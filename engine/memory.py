@@ -141,7 +141,7 @@ class Memory:
             if t is None:
                 raise NotFound(f"no note {note_id!r} in tenant {tenant!r}")
             t.state.get(note_id)
-            return list(t.state.history.get(note_id, []))
+            return t.state.history.of(note_id)
 
     def notes(self, tenant: str = "default") -> list[Note]:
         with self._pool.use(tenant, create=False) as t:
@@ -199,7 +199,7 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
 def _tenant_stats(t: Tenant) -> dict[str, Any]:
     notes = t.state.notes.values()
     return {"notes": len(t.state), "links": sum(len(n.links) for n in notes),
-            "versions": sum(len(v) for v in t.state.history.values()),
+            "versions": len(t.state.history),
             "superseded": sum(1 for n in notes if n.invalid_at is not None),
             "fallbacks": sum(1 for n in notes if n.annotated_by == "embedded-fallback"),
             "problems": list(t.storage.problems) if t.storage else []}

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.changes import ChangeSet
-from engine.codec import dumps, note_from_record, note_to_record, version_from_record, version_to_record
+from engine.codec import dumps, note_from_record, note_to_record
 from engine.errors import ConfigError, CorruptStore
 from engine.fsutil import atomic_write_bytes, fsync_dir
 from engine.store import TenantMemory
@@ -49,7 +49,7 @@ def write_snapshot(folder: Path, tm: TenantMemory, seq: int, encoder: str) -> Sn
     tmp = folder / f"snap-{seq:012d}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    files = {"notes.parquet": _notes_table(tm), "versions.parquet": _versions_table(tm)}
+    files = {"notes.parquet": _notes_table(tm), "versions.parquet": tm.history.table()}
     sums = {}
     for name, table in files.items():
         pq.write_table(table, tmp / name)
@@ -94,7 +94,8 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str) -> SnapshotInfo:
     rows = {"notes.parquet": notes.num_rows, "versions.parquet": versions.num_rows}
     if any(meta["rows"].get(name) != count for name, count in rows.items()):
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
-    tm.apply(_changes_from_tables(notes, versions, tm.index.dim))
+    tm.apply(_changes_from_tables(notes, tm.index.dim))
+    tm.history.load(versions)
     return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta)
 
 
@@ -159,17 +160,7 @@ def _notes_schema() -> pa.Schema:
     ])
 
 
-def _versions_table(tm: TenantMemory) -> pa.Table:
-    rows = [version_to_record(v) for vs in tm.history.values() for v in vs]
-    for row in rows:
-        row["note"] = dumps(row["note"])
-    schema = pa.schema([("note_id", pa.string()), ("version", pa.int32()), ("note", pa.string()),
-                        ("embedding", pa.string()), ("stage", pa.string()), ("cause", pa.string()),
-                        ("changed_at", pa.float64())])
-    return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
-
-
-def _changes_from_tables(notes: pa.Table, versions: pa.Table, dim: int) -> ChangeSet:
+def _changes_from_tables(notes: pa.Table, dim: int) -> ChangeSet:
     changes = ChangeSet()
     if notes.num_rows:
         vecs = notes.column("embedding").combine_chunks().flatten().to_numpy().reshape(-1, dim)
@@ -177,9 +168,6 @@ def _changes_from_tables(notes: pa.Table, versions: pa.Table, dim: int) -> Chang
             for name in _JSON_FIELDS:
                 row[name] = json.loads(row[name])
             changes.upserts.append((note_from_record(row), vec.astype(np.float32)))
-    for row in versions.to_pylist():
-        row["note"] = json.loads(row["note"])
-        changes.versions.append(version_from_record(row))
     return changes
 
 

@@ -13,8 +13,9 @@ import numpy as np
 from engine.bm25 import BM25
 from engine.changes import ChangeSet
 from engine.errors import NotFound
+from engine.history import History
 from engine.index import VectorIndex
-from engine.note import Note, NoteVersion
+from engine.note import Note
 
 
 class TenantMemory:
@@ -24,7 +25,7 @@ class TenantMemory:
         self.index = VectorIndex(dim, use_cuda=use_cuda)
         self.lexical = BM25()
         self.backlinks: dict[str, set[str]] = defaultdict(set)
-        self.history: dict[str, list[NoteVersion]] = defaultdict(list)
+        self.history = History()
         self.sources: dict[str, str] = {}
         """Interaction source id -> note id, so re-ingesting a log skips what is stored."""
         self.latest: Note | None = None
@@ -46,7 +47,7 @@ class TenantMemory:
         for note_id in changes.deletes:
             self._delete(note_id)
         for version in changes.versions:
-            self.history[version.note_id].append(version)
+            self.history.append(version)
         if changes.upserts:
             self._upsert([n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts]))
 
@@ -82,7 +83,7 @@ class TenantMemory:
             self.backlinks[target].discard(note_id)
         for source in note.source_ids:
             self.sources.pop(source, None)
-        self.history.pop(note_id, None)
+        self.history.drop(note_id)
         for other_id in self.backlinks.pop(note_id, set()):
             other = self.notes.get(other_id)
             if other is not None:

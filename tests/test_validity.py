@@ -114,3 +114,21 @@ def test_versions_and_validity_persist(store, encoder) -> None:
         note = mem.get(nid, "t")
         assert note.invalid_at == datetime(2024, 1, 5, tzinfo=UTC) and note.version == 3
         assert [v.stage for v in mem.history(nid, "t")] == ["update", "invalidate"]
+
+
+def test_history_spans_snapshot_and_new_versions(store, encoder) -> None:
+    with Memory(store, Config(), encoder=encoder) as mem:
+        keep = mem.add("The garden needs watering on Mondays.", tenant="t", timestamp="2024-01-01T00:00:00Z")
+        gone = mem.add("My locker code is 9911.", tenant="t", timestamp="2024-01-01T00:00:00Z")
+        mem.update(keep, tenant="t", context="garden chores")
+        mem.update(gone, tenant="t", context="locker")
+    with Memory(store, Config(), encoder=encoder) as mem:  # history now comes from the snapshot
+        mem.update(keep, tenant="t", context="garden chores, weekly")
+        assert [(v.version, v.stage) for v in mem.history(keep, "t")] == [(1, "update"), (2, "update")]
+        assert mem.history(keep, "t")[1].note.context == "garden chores"
+        mem.delete(gone, tenant="t")
+    with Memory(store, Config(), encoder=encoder) as mem:
+        assert [v.version for v in mem.history(keep, "t")] == [1, 2]
+        with pytest.raises(NotFound):
+            mem.history(gone, "t")
+        assert mem.stats()["tenants"]["t"]["versions"] == 2

@@ -109,7 +109,12 @@ class Config:
             env["llm_api_key"] = key
         if url := os.environ.get("AMEM_EMBED_URL"):
             env.update(embed_url=url, encoder="api")
-        env.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if given.get("llm_url") and "annotator" not in given:
+            given["annotator"] = "llm"  # --llm-url alone means: use that server
+        if given.get("embed_url") and "encoder" not in given:
+            given["encoder"] = "api"
+        env.update(given)
         return cls(**env)  # type: ignore[arg-type]
 
     def with_(self, **changes: object) -> Config:

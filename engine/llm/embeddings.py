@@ -21,12 +21,11 @@ _PROBE_TEXT = "dimension probe"
 
 
 class APIEncoder:
-    name = "api"
-
     def __init__(self, config: Config, cost: CostMeter | None = None) -> None:
         if not config.embed_url:
             raise ConfigError("encoder='api' needs embed_url (or AMEM_EMBED_URL)")
         self.model = config.embed_model
+        self.name = f"api:{self.model}"  # a store built with one embedding model refuses another
         self._batch_size = config.encode_batch_size
         self._dim: int | None = None
         self._loop = LoopThread("amem-embed")

@@ -17,7 +17,8 @@ from engine.errors import NotFound
 
 
 class VectorIndex:
-    def __init__(self, dim: int, use_cuda: bool = False) -> None:
+    def __init__(self, dim: int, use_cuda: bool = False, *, torch_device: str | None = None) -> None:
+        """`use_cuda` searches a torch mirror on the GPU; `torch_device` names another device for it."""
         self.dim = dim
         self._flat = faiss.IndexFlatIP(dim)
         self._view = np.zeros((0, dim), dtype=np.float32)
@@ -25,7 +26,8 @@ class VectorIndex:
         self.slot_of: dict[str, int] = {}
         self._free: list[int] = []
         self.live = np.zeros(0, dtype=bool)
-        self._gpu = _GpuMirror(dim) if use_cuda else None
+        device = torch_device or ("cuda" if use_cuda else None)
+        self._gpu = _TorchMirror(dim, device) if device else None
 
     def __len__(self) -> int:
         return len(self.slot_of)
@@ -138,25 +140,27 @@ def _blas_topk(db: np.ndarray, queries: np.ndarray, k: int, allowed: np.ndarray)
     return scores, slots
 
 
-class _GpuMirror:
-    """The index matrix on the GPU, for `kernels.masked_topk`; rows written in place like the host copy."""
+class _TorchMirror:
+    """The index matrix on a torch device (the GPU), searched by `kernels.masked_topk` (Triton on CUDA);
+    rows are written in place like the host copy."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, device: str) -> None:
         import torch
 
         self._torch = torch
-        self._db = torch.zeros((0, dim), dtype=torch.float32, device="cuda")
+        self._device = device
+        self._db = torch.zeros((0, dim), dtype=torch.float32, device=device)
 
     def append(self, block: np.ndarray) -> None:
-        self._db = self._torch.cat([self._db, self._torch.from_numpy(block).to("cuda")])
+        self._db = self._torch.cat([self._db, self._torch.from_numpy(block).to(self._device)])
 
     def write(self, slot: int, vec: np.ndarray) -> None:
-        self._db[slot] = self._torch.from_numpy(np.asarray(vec)).to("cuda")
+        self._db[slot] = self._torch.from_numpy(np.array(vec, dtype=np.float32)).to(self._device)
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from kernels import masked_topk
 
         torch = self._torch
-        mask = torch.from_numpy(allowed).to("cuda")
-        scores, idx = masked_topk(self._db, torch.from_numpy(queries).to("cuda"), k, mask)
+        mask = torch.from_numpy(allowed).to(self._device)
+        scores, idx = masked_topk(self._db, torch.from_numpy(queries).to(self._device), k, mask)
         return scores.cpu().numpy(), idx.cpu().numpy()

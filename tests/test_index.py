@@ -52,3 +52,21 @@ def test_mask_restricts_results() -> None:
     mask = np.array([False, True, False, True, False, False])
     assert {s for s, _ in ix.search(v[:1], 6, mask)[0]} == {1, 3}
     assert ix.search(v[:1], 3, np.zeros(6, dtype=bool)) == [[]]
+
+
+def test_torch_mirror_path_matches_faiss_path() -> None:
+    """The GPU search path (a torch mirror + kernels.masked_topk), run here on the CPU device."""
+    rng = np.random.default_rng(4)
+    v, q = _unit(rng, 300, 32), _unit(rng, 3, 32)
+    plain, mirrored = VectorIndex(32), VectorIndex(32, torch_device="cpu")
+    ids = [f"n{i}" for i in range(300)]
+    for ix in (plain, mirrored):
+        ix.upsert(ids, v)
+        ix.upsert(["n7"], q[:1])  # an in-place update reaches the mirror too
+        ix.remove(["n8"])
+    mask = np.ones(300, dtype=bool)
+    mask[::3] = False
+    for m in (None, mask):
+        want = [[s for s, _ in hits] for hits in plain.search(q, 5, m)]
+        got = [[s for s, _ in hits] for hits in mirrored.search(q, 5, m)]
+        assert got == want

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -114,7 +114,7 @@ class WritePipeline:
 
     # --- stages 1-2: annotate all, encode all ----------------------------------------
     def _build(self, batch: _Batch, items: list[Interaction]) -> None:
-        _thread(batch.tm, items)
+        items = _thread(batch.tm, items)
         annotations = self.annotator.annotate(items) if items else []
         for item, ann in zip(items, annotations, strict=True):
             batch.new.append(Note(
@@ -227,14 +227,17 @@ class WritePipeline:
         return ChangeSet(upserts=upserts, versions=batch.versions)
 
 
-def _thread(tm: TenantMemory, items: list[Interaction]) -> None:
-    """Give every interaction (in time order) the one before it in the tenant's conversation."""
+def _thread(tm: TenantMemory, items: list[Interaction]) -> list[Interaction]:
+    """Copies of the interactions (in time order), each told the one before it in the tenant's conversation."""
     last = tm.latest
     previous = f"{last.speaker or 'someone'}: {last.content}" if last is not None else None
+    out = []
     for item in items:
         if item.previous is None and (last is None or last.timestamp <= item.timestamp):
-            item.previous = previous
+            item = replace(item, previous=previous)
+        out.append(item)
         previous = f"{item.speaker or 'someone'}: {item.content}"
+    return out
 
 
 def _needs_encoding(tm: TenantMemory, note: Note) -> bool:

@@ -22,6 +22,15 @@ def check_text(value: Any, field: str, where: str | None = None) -> None:
             raise InputError("text is not valid Unicode (lone surrogate)", where=where, field=field) from None
 
 
+def _keys(value: Any) -> list[Any]:
+    """Every mapping key, at any depth."""
+    if isinstance(value, Mapping):
+        return [*value, *(k for v in value.values() for k in _keys(v))]
+    if isinstance(value, list | tuple):
+        return [k for v in value for k in _keys(v)]
+    return []
+
+
 def to_interaction(item: Mapping[str, Any], where: str | None = None) -> Interaction:
     if not isinstance(item, Mapping):
         raise InputError(f"expected a mapping with 'content', got {type(item).__name__}", where=where)
@@ -44,8 +53,10 @@ def to_interaction(item: Mapping[str, Any], where: str | None = None) -> Interac
         check_text(item.get(name), name, where)
     if metadata:
         try:
-            json.dumps(metadata, allow_nan=False)
-        except (TypeError, ValueError) as exc:
+            if not all(isinstance(key, str) for key in _keys(metadata)):
+                raise TypeError("keys must be strings (JSON would turn them into strings)")
+            json.dumps(metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
             raise InputError(f"metadata must be JSON (strings, numbers, lists, objects): {exc}",
                              where=where, field="metadata") from None
     timestamp = parse_time(item.get("timestamp"), where=where) or utcnow()

@@ -9,6 +9,7 @@ still has a complete fallback (previous snapshot + log).
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from engine.changes import ChangeSet
@@ -37,11 +38,22 @@ class TenantStorage:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._lock = StoreLock(self.folder / "LOCK")
             self._lock.acquire()
-        self._wal = (WriteAheadLog(self.folder / "wal.log", read_only=self.read_only)
-                     if config.wal and self._writable_or_exists() else None)
+        self._wal = self._open_wal() if config.wal and self._writable_or_exists() else None
         self.seq = 0
         self._since_snapshot = 0
         self._seen: tuple[tuple[int, int, int], ...] = ()
+
+    def _open_wal(self) -> WriteAheadLog | None:
+        """The log; one whose header is damaged is reported and set aside (writer) or skipped (reader)."""
+        path = self.folder / "wal.log"
+        try:
+            return WriteAheadLog(path, read_only=self.read_only)
+        except CorruptStore as exc:
+            self._problem(f"{exc}; log header damaged, opening on the snapshot alone")
+            if self.read_only:
+                return None
+            path.rename(path.with_name(f"wal.log.corrupt-{time.time_ns()}"))
+            return WriteAheadLog(path)
 
     def _writable_or_exists(self) -> bool:
         return not self.read_only or (self.folder / "wal.log").exists()
@@ -52,6 +64,9 @@ class TenantStorage:
         snap_seq = self._load_snapshot(tm)
         self.seq = snap_seq
         if self._wal is not None:
+            if self._wal.base_seq > snap_seq:
+                self._problem(f"{self.folder / 'wal.log'}: records {snap_seq + 1}..{self._wal.base_seq} are missing "
+                              "(the snapshot that held them is damaged and the log was truncated past them)")
             # strict=False: damage inside the log stops replay at the last whole group (reported), so the
             # tenant opens on its last good state instead of not at all.
             for seq, record in self._wal.replay(after_seq=snap_seq, strict=False):
@@ -82,7 +97,7 @@ class TenantStorage:
         snap_seq = int(newest[0].name.split("-")[1]) if newest else 0
         if (wal.base_seq if wal is not None else snap_seq) > self.seq:
             self._wal = wal
-            return self.load(TenantMemory(tm.tenant, tm.index.dim))
+            return self.load(tm.empty_copy())
         self._seen = signature
         if wal is not None:
             self._wal = wal
@@ -107,7 +122,7 @@ class TenantStorage:
                 return read_snapshot(path, tm, self.encoder).seq
             except CorruptStore as exc:
                 self._problem(f"{exc}; falling back to an older snapshot")
-                tm.__init__(tm.tenant, tm.index.dim)  # type: ignore[misc]  # drop what was half-read
+                tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda)  # type: ignore[misc]  # drop what was half-read
         return 0
 
     def _problem(self, message: str) -> None:

@@ -21,6 +21,7 @@ from engine.note import Note
 class TenantMemory:
     def __init__(self, tenant: str, dim: int, use_cuda: bool = False) -> None:
         self.tenant = tenant
+        self.use_cuda = use_cuda
         self.notes: dict[str, Note] = {}
         self.index = VectorIndex(dim, use_cuda=use_cuda)
         self.lexical = BM25()
@@ -35,6 +36,10 @@ class TenantMemory:
 
     def __len__(self) -> int:
         return len(self.notes)
+
+    def empty_copy(self) -> TenantMemory:
+        """A fresh, empty state for the same tenant and index settings."""
+        return TenantMemory(self.tenant, self.index.dim, use_cuda=self.use_cuda)
 
     def get(self, note_id: str) -> Note:
         note = self.notes.get(note_id)

@@ -16,11 +16,3 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
-
-
-@functools.cache
-def faiss_gpus() -> int:
-    import faiss
-
-    get = getattr(faiss, "get_num_gpus", None)
-    return int(get()) if get else 0

@@ -71,7 +71,3 @@ class LLMRetryable(LLMError):
 
 class LLMBadOutput(LLMError):
     pass
-
-
-def is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, LLMRetryable)

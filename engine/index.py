@@ -116,9 +116,6 @@ class VectorIndex:
         return [[(int(s), float(c)) for s, c in zip(row_s, row_c, strict=True) if s >= 0]
                 for row_s, row_c in zip(slots, scores, strict=True)]
 
-    def memory_bytes(self) -> int:
-        return self._view.nbytes + self.live.nbytes
-
 
 # FAISS with an ID selector scans without BLAS; a batch of queries goes faster through one masked matmul.
 _BLAS_MIN_QUERIES = 8

@@ -8,7 +8,7 @@ in snapshots, not on the Note, so notes stay cheap to copy and print.
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -101,8 +101,6 @@ class Note:
     def link_targets(self) -> list[str]:
         return [link.target for link in self.links]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 TRUNCATION_MARKER = " …[truncated]"

@@ -2,7 +2,7 @@
 
     python -m bench.durability [--quick] [--rebuild]
 
-Ingest: bench/synth.py interactions into a fresh on-disk store, Config(wal=True) vs Config(wal=False),
+Ingest: bench/synthetic.py chat() into a fresh on-disk store, Config(wal=True) vs Config(wal=False),
 at batch 1 (one add per interaction: one fsync each) and batch 256 (one fsync per group). Only the
 add loop is timed; the closing snapshot is timed apart.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import engine.storage
 from bench.common import table, write_json
-from bench.synth import interactions
+from bench.synthetic import chat
 from engine import Config, Memory
 from engine.encoder import Encoder, make_encoder
 
@@ -36,7 +36,7 @@ CACHE_VERSION = 2  # bump when the store format changes, to rebuild cached store
 
 
 def _items(n: int, seed: int = 0, unique: bool = False) -> list[dict[str, Any]]:
-    out = [{k: v for k, v in it.items() if k != "tenant"} for it in interactions(n, seed=seed)]
+    out = chat(n, seed=seed)
     if unique:
         for i, it in enumerate(out):
             it["content"] = f"{it['content']} Ref {i}."

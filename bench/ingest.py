@@ -13,12 +13,12 @@ import numpy as np
 from tqdm import tqdm
 
 from bench.common import table, write_json
-from bench.synth import interactions
+from bench.synthetic import chat
 from engine import Config, Memory
 
 
 def ingest_rate(n: int, batch_size: int) -> tuple[Memory, dict[str, float]]:
-    items = [{k: v for k, v in it.items() if k != "tenant"} for it in interactions(n)]
+    items = chat(n)
     mem = Memory(config=Config())
     started = time.perf_counter()
     with tqdm(total=n, unit="msg", desc=f"ingest {n:,}") as bar:

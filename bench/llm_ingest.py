@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import table, write_json
-from bench.synth import interactions
+from bench.synthetic import chat
 from engine import Config, Memory
 from engine.encoder import Encoder, WordLlamaEncoder
 
@@ -57,7 +57,7 @@ class StandInProcess:
 
 def _stream(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The seed notes, then the `n` timed ones (one synthetic chat, timestamps increasing)."""
-    rows = [{k: v for k, v in row.items() if k != "tenant"} for row in interactions(SEED_NOTES + n, seed=7)]
+    rows = chat(SEED_NOTES + n, seed=7)
     return rows[:SEED_NOTES], rows[SEED_NOTES:]
 
 

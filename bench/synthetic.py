@@ -39,6 +39,21 @@ def sentence(rng: random.Random) -> tuple[str, str]:
     return speaker, text
 
 
+def chat(n: int, seed: int = 0, tenants: int = 0) -> list[dict[str, Any]]:
+    """`n` interactions in time order, each with a source id; with `tenants`, each also names one of that
+    many tenants ("tenant-0000", ...), round robin."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        speaker, text = sentence(rng)
+        item: dict[str, Any] = {"content": text, "speaker": speaker, "timestamp": 1_700_000_000 + i * 420,
+                                "source_id": f"synth:{seed}:{i}"}
+        if tenants:
+            item["tenant"] = f"tenant-{i % tenants:04d}"
+        out.append(item)
+    return out
+
+
 def queries(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     shapes = [lambda: f"who {rng.choice(VERBS)} the {rng.choice(OBJECTS)}",

@@ -16,7 +16,7 @@ import faiss
 import numpy as np
 
 from bench.common import table, write_json
-from bench.synth import interactions
+from bench.synthetic import chat
 from engine import Config, Memory
 from engine.encoder import WordLlamaEncoder
 
@@ -36,7 +36,7 @@ def faiss_object_bytes(count: int = 20_000, dim: int = 256) -> float:
 
 def fill(mem: Memory, tenants: int, notes: int) -> float:
     by: dict[str, list[dict[str, object]]] = {}
-    for it in interactions(tenants * notes, tenants=tenants):
+    for it in chat(tenants * notes, tenants=tenants):
         by.setdefault(str(it.pop("tenant")), []).append(it)
     started = time.perf_counter()
     for name, items in by.items():

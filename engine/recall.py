@@ -21,26 +21,25 @@ from engine.timeutil import utcnow
 
 @dataclass(slots=True)
 class Recipe:
-    """How one search runs; Config gives the defaults, callers override per query."""
+    """How one search runs: Config gives the defaults (`from_config`), callers override per query."""
 
-    k: int = 10
-    as_of: datetime | None = None
-    include_superseded: bool = False
-    expand_links: bool = True
-    lexical_weight: float = 0.7
-    expand_min_score: float = 0.8
-    expand_decay: float = 0.5
-    recency_half_life_days: float | None = None
+    k: int
+    as_of: datetime | None
+    include_superseded: bool
+    expand_links: bool
+    lexical_weight: float
+    expand_min_score: float
+    expand_decay: float
+    recency_half_life_days: float | None
 
     @classmethod
-    def from_config(cls, config: Config, **overrides: object) -> Recipe:
-        base = cls(expand_links=config.expand_links, lexical_weight=config.lexical_weight,
+    def from_config(cls, config: Config, k: int, as_of: datetime | None = None, include_superseded: bool = False,
+                    expand_links: bool | None = None, lexical_weight: float | None = None) -> Recipe:
+        return cls(k=k, as_of=as_of, include_superseded=include_superseded,
+                   expand_links=config.expand_links if expand_links is None else expand_links,
+                   lexical_weight=config.lexical_weight if lexical_weight is None else lexical_weight,
                    expand_min_score=config.expand_min_score, expand_decay=config.expand_decay,
                    recency_half_life_days=config.recency_half_life_days)
-        for name, value in overrides.items():
-            if value is not None:
-                setattr(base, name, value)
-        return base
 
 
 def search(tm: TenantMemory, query_vec: np.ndarray, query: str, recipe: Recipe) -> list[Hit]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bench.synth import interactions
+from bench.synthetic import chat
 from engine import Config, Memory
 from engine.encoder import Encoder
 from engine.errors import ReadOnlyStore, StoreLocked
@@ -29,8 +29,7 @@ from engine.walformat import FRAME_MAGIC
 
 ROOT = Path(__file__).resolve().parents[1]
 TENANT = "victim"
-BATCHES = [[{k: v for k, v in it.items() if k != "tenant"} for it in interactions(30, seed=5)[i : i + 10]]
-           for i in range(0, 30, 10)]
+BATCHES = [chat(30, seed=5)[i : i + 10] for i in range(0, 30, 10)]
 ALL = {0, 1, 2}
 
 

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.synth import interactions
+from bench.synthetic import chat
 from engine import Config, Memory
 from engine.chatlog import read_chatlog
 from engine.encoder import Encoder
@@ -82,7 +82,7 @@ class Child:
 
 
 def _batches(n: int, rng: random.Random) -> list[list[dict[str, Any]]]:
-    items = [{k: v for k, v in it.items() if k != "tenant"} for it in interactions(n, seed=7)]
+    items = chat(n, seed=7)
     out, i = [], 0
     while i < len(items):
         size = rng.randint(1, 24)
@@ -163,8 +163,8 @@ def _wait_for_growth(path: Path, size: int, deadline: float) -> None:
 def test_sigkill_during_amem_ingest_then_rerun_stores_every_line_once(tmp_path: Path, encoder: Encoder) -> None:
     rng = random.Random(99)
     log = tmp_path / "chat.jsonl"
-    log.write_text("".join(json.dumps({k: v for k, v in it.items() if k not in ("tenant", "source_id")}) + "\n"
-                           for it in interactions(600, seed=3)))
+    log.write_text("".join(json.dumps({k: v for k, v in it.items() if k != "source_id"}) + "\n"
+                           for it in chat(600, seed=3)))
     expected = [rec.interaction.source_id for rec in read_chatlog(log)]
     store = tmp_path / "store"
     argv = [sys.executable, "-m", "engine.cli", "ingest", str(log), "--store", str(store), "--tenant", TENANT,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -52,7 +54,14 @@ def fallback() -> StubFallback:
     return StubFallback()
 
 
-def annotator(server_url: str, cost: CostMeter, fallback: StubFallback, **overrides: Any) -> LLMAnnotator:
+def _timeout_for(kind: str) -> float:
+    """Short enough that an injected 'timeout' fault times out quickly."""
+    return 0.4 if kind == "timeout" else 10.0
+
+
+@contextmanager
+def annotator(server_url: str, cost: CostMeter, fallback: StubFallback,
+              **overrides: Any) -> Iterator[LLMAnnotator]:
     config = Config(
         annotator="llm",
         llm_url=server_url,
@@ -61,14 +70,17 @@ def annotator(server_url: str, cost: CostMeter, fallback: StubFallback, **overri
         llm_timeout_s=overrides.pop("llm_timeout_s", 10.0),
         **overrides,
     )
-    return make_llm_annotator(config, cost, fallback)  # type: ignore[return-value]
+    a = make_llm_annotator(config, cost, fallback)
+    try:
+        yield a  # type: ignore[misc]
+    finally:
+        a.close()
 
 
 @pytest.fixture
 def ann(llm_server: StandIn, cost: CostMeter, fallback: StubFallback):
-    a = annotator(llm_server.url, cost, fallback)
-    yield a
-    a.close()
+    with annotator(llm_server.url, cost, fallback) as a:
+        yield a
 
 
 # --- validators: pure, no server ----------------------------------------------------------------------------
@@ -192,12 +204,9 @@ def test_clean_batch_all_llm(ann: LLMAnnotator, llm_server: StandIn, cost: CostM
 def test_note_fault_once_is_recovered(
     kind: str, llm_server: StandIn, cost: CostMeter, fallback: StubFallback
 ) -> None:
-    timeout = 0.4 if kind == "timeout" else 10.0
-    a = annotator(llm_server.url, cost, fallback, llm_timeout_s=timeout)
-    try:
+    timeout = _timeout_for(kind)
+    with annotator(llm_server.url, cost, fallback, llm_timeout_s=timeout) as a:
         out = a.annotate(items(6, f"<<fault:note:{kind}>>", every=3))
-    finally:
-        a.close()
     row = cost.stages["note"]
     assert all(x.annotated_by == "llm" for x in out)  # unknown_handle has no meaning for this stage
     expected_retries = 0 if kind == "unknown_handle" else 2  # items 0 and 3 carry the fault
@@ -208,12 +217,9 @@ def test_note_fault_once_is_recovered(
 def test_note_fault_persisting_falls_back_for_that_item_only(
     kind: str, llm_server: StandIn, cost: CostMeter, fallback: StubFallback
 ) -> None:
-    timeout = 0.4 if kind == "timeout" else 10.0
-    a = annotator(llm_server.url, cost, fallback, llm_timeout_s=timeout)
-    try:
+    timeout = _timeout_for(kind)
+    with annotator(llm_server.url, cost, fallback, llm_timeout_s=timeout) as a:
         out = a.annotate(items(5, f"<<fault:note:{kind}:all>>", every=4))  # items 0 and 4
-    finally:
-        a.close()
     assert [x.annotated_by for x in out] == ["embedded-fallback", "llm", "llm", "llm", "embedded-fallback"]
     assert all(x.keywords and x.context for x in out)
     row = cost.stages["note"]
@@ -278,14 +284,11 @@ def test_empty_inputs_make_no_calls(ann: LLMAnnotator, llm_server: StandIn) -> N
 
 
 def test_dead_server_every_item_falls_back(cost: CostMeter, fallback: StubFallback) -> None:
-    a = annotator(dead_url(), cost, fallback)
-    try:
+    with annotator(dead_url(), cost, fallback) as a:
         out = a.annotate(items(4))
         reqs = [link_request(f"Lisbon {i}", [note("Lisbon flight")]) for i in range(4)]
         links = a.judge_links(reqs)
         evolved = a.evolve([EvolveRequest(r.note, [r.candidates[0].note]) for r in reqs])
-    finally:
-        a.close()
     assert [x.annotated_by for x in out] == ["embedded-fallback"] * 4
     assert all(len(x) == 1 for x in links) and evolved == [[], [], [], []]
     for stage in ("note", "link", "evolve"):
@@ -296,13 +299,10 @@ def test_dead_server_every_item_falls_back(cost: CostMeter, fallback: StubFallba
 
 def test_server_stopped_mid_session_falls_back(cost: CostMeter, fallback: StubFallback) -> None:
     server = StandIn().start()
-    a = annotator(server.url, cost, fallback)
-    try:
+    with annotator(server.url, cost, fallback) as a:
         assert [x.annotated_by for x in a.annotate(items(3))] == ["llm"] * 3
         server.stop()
         assert [x.annotated_by for x in a.annotate(items(3))] == ["embedded-fallback"] * 3
-    finally:
-        a.close()
     assert cost.stages["note"].fallbacks == 3
 
 

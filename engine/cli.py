@@ -111,10 +111,10 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(args: argparse.Namespace, read_only: bool = True):
+def _open(args: argparse.Namespace):
     from engine.memory import Memory
 
-    return Memory(args.store, Config.from_env(read_only=read_only))
+    return Memory(args.store, Config.from_env(read_only=True))
 
 
 def _search(args: argparse.Namespace) -> int:

@@ -32,7 +32,7 @@ def ingest_files(files: Sequence[Path], store: Path, tenant: str = "default", co
     total = sum(int(count_records(f, fmt=fmt)) for f in files)  # type: ignore[arg-type, misc]
     started = time.perf_counter()
     with Memory(store, config) as mem, tqdm(total=total, unit="msg", disable=not progress, smoothing=0.1) as bar:
-        counts = ingest_records(mem, _records(files, fmt, on_error, rejects, config), tenant, batch_size, bar)
+        counts = ingest_records(mem, _records(files, fmt, on_error, rejects), tenant, batch_size, bar)
         save_cost(store, mem.cost)
         notes = sum(len(mem.notes(t)) for t in counts)
     elapsed = time.perf_counter() - started
@@ -41,8 +41,7 @@ def ingest_files(files: Sequence[Path], store: Path, tenant: str = "default", co
             "cost": mem.cost.report(max(notes, 1))}
 
 
-def _records(files: Sequence[Path], fmt: str, on_error: str, rejects: Path | None,
-             config: Config) -> Iterator[ChatRecord]:
+def _records(files: Sequence[Path], fmt: str, on_error: str, rejects: Path | None) -> Iterator[ChatRecord]:
     for f in files:
         yield from read_chatlog(f, fmt=fmt, on_error=on_error, rejects=rejects)  # type: ignore[arg-type]
 

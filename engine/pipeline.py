@@ -91,7 +91,7 @@ class WritePipeline:
         self._build(batch, [items[i] for i in fresh])
         for i, note in zip(fresh, batch.new, strict=True):
             ids[i] = note.id
-        self._fold_duplicates(batch, fresh, items, ids)
+        self._fold_duplicates(batch, fresh, ids)
         requests = self._link(batch)
         self._evolve(batch, requests)
         for i, item in enumerate(items):  # repeats of one source inside the batch share its note
@@ -138,8 +138,7 @@ class WritePipeline:
         return np.concatenate(out) if out else np.zeros((0, self.encoder.dim), dtype=np.float32)
 
     # --- stage 3: near-duplicates ------------------------------------------------------
-    def _fold_duplicates(self, batch: _Batch, fresh: list[int], items: list[Interaction],
-                         ids: list[str | None]) -> None:
+    def _fold_duplicates(self, batch: _Batch, fresh: list[int], ids: list[str | None]) -> None:
         if not batch.new:
             return
         keep: list[int] = []

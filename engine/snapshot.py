@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from engine.changes import ChangeSet
 from engine.codec import dumps, note_from_record, note_to_record
 from engine.errors import ConfigError, CorruptStore
-from engine.fsutil import atomic_write_bytes, fsync_dir
+from engine.fsutil import atomic_write_bytes, fsync_dir, fsync_file
 from engine.store import TenantMemory
 
 SCHEMA_VERSION = 1
@@ -59,7 +59,7 @@ def write_snapshot(folder: Path, tm: TenantMemory, seq: int, encoder: str) -> Sn
     meta["meta_sha256"] = _meta_digest(meta)
     atomic_write_bytes(tmp / "meta.json", json.dumps(meta, indent=1).encode())
     for name in files:
-        _fsync_file(tmp / name)
+        fsync_file(tmp / name)
     final = folder / f"snap-{seq:012d}"
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
@@ -177,13 +177,3 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def _fsync_file(path: Path) -> None:
-    import os
-
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

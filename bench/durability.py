@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import engine.storage
+import engine.storage.tenant_store
 from bench.common import table, write_json
 from bench.synthetic import chat
 from engine import Config, Memory
-from engine.encoder import Encoder, make_encoder
+from engine.encode import Encoder, make_encoder
 
 CACHE = Path("/tmp/durability_helper")
 TENANT = "bench"
@@ -62,19 +62,35 @@ def ingest_rate(items: list[dict[str, Any]], batch_size: int, wal: bool, encoder
     mem.close()
     close_s = time.perf_counter() - started
     shutil.rmtree(path, ignore_errors=True)
-    return {"batch": batch_size, "wal": wal, "interactions": len(items), "seconds": elapsed,
-            "per_s": len(items) / elapsed, "log_bytes_per_item": log_bytes / len(items), "close_s": close_s}
+    return {
+        "batch": batch_size,
+        "wal": wal,
+        "interactions": len(items),
+        "seconds": elapsed,
+        "per_s": len(items) / elapsed,
+        "log_bytes_per_item": log_bytes / len(items),
+        "close_s": close_s,
+    }
 
 
-def ingest_table(n_grouped: int, n_single: int, encoder: Encoder) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def ingest_table(
+    n_grouped: int, n_single: int, encoder: Encoder
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     rows, ratios = [], []
     for batch, n in ((1, n_single), (256, n_grouped)):
         items = _items(n, seed=1)
         on, off = (ingest_rate(items, batch, wal, encoder) for wal in (True, False))
         rows += [on, off]
-        ratios.append({"batch": batch, "interactions": n, "wal_on_per_s": on["per_s"], "wal_off_per_s": off["per_s"],
-                       "on_over_off": on["per_s"] / off["per_s"],
-                       "ms_per_add_for_log": (on["seconds"] - off["seconds"]) / (n / batch) * 1e3})
+        ratios.append(
+            {
+                "batch": batch,
+                "interactions": n,
+                "wal_on_per_s": on["per_s"],
+                "wal_off_per_s": off["per_s"],
+                "on_over_off": on["per_s"] / off["per_s"],
+                "ms_per_add_for_log": (on["seconds"] - off["seconds"]) / (n / batch) * 1e3,
+            }
+        )
     return rows, ratios
 
 
@@ -122,20 +138,23 @@ def log_store(base: Path, n_records: int, rebuild: bool) -> Path:
     spec = CACHE / "log-items.json"
     spec.write_text(json.dumps(_items(n_records, seed=3, unique=True)))
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", _APPEND_AND_DIE, str(path), str(spec), TENANT], check=True,
-                   cwd=Path(__file__).resolve().parents[1])
+    subprocess.run(
+        [sys.executable, "-c", _APPEND_AND_DIE, str(path), str(spec), TENANT],
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     print(f"built {path} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     marker.write_text(json.dumps(params))
     return path
 
 
 class _SnapshotTimer:
-    """Times engine.storage's snapshot reads, so a reopen splits into snapshot load and log replay."""
+    """Times engine.storage.tenant_store's snapshot reads, so a reopen splits into snapshot load and log replay."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self._real = engine.storage.read_snapshot
-        engine.storage.read_snapshot = self._timed  # type: ignore[assignment]
+        self._real = engine.storage.tenant_store.read_snapshot
+        engine.storage.tenant_store.read_snapshot = self._timed  # type: ignore[assignment]
 
     def _timed(self, *args: Any) -> Any:
         started = time.perf_counter()
@@ -161,52 +180,105 @@ def reopen(cached: Path, label: str, encoder: Encoder, timer: _SnapshotTimer) ->
     started = time.perf_counter()
     mem.close()  # after a replay this writes the first snapshot
     close_s = time.perf_counter() - started
-    row = {"store": label, "notes": notes, "store_mb": _dir_bytes(cached) / 2**20, "log_mb": log_bytes / 2**20,
-           "open_and_search_s": open_s, "snapshot_s": timer.seconds, "replay_s": load_s - timer.seconds,
-           "search_s": open_s - load_s, "hits": len(hits), "close_s": close_s}
+    row = {
+        "store": label,
+        "notes": notes,
+        "store_mb": _dir_bytes(cached) / 2**20,
+        "log_mb": log_bytes / 2**20,
+        "open_and_search_s": open_s,
+        "snapshot_s": timer.seconds,
+        "replay_s": load_s - timer.seconds,
+        "search_s": open_s - load_s,
+        "hits": len(hits),
+        "close_s": close_s,
+    }
     shutil.rmtree(path, ignore_errors=True)
     return row
 
 
-def reopen_table(n_notes: int, n_log: int, encoder: Encoder, rebuild: bool, build_only: bool) -> list[dict[str, Any]]:
+def reopen_table(
+    n_notes: int, n_log: int, encoder: Encoder, rebuild: bool, build_only: bool
+) -> list[dict[str, Any]]:
     base = base_store(n_notes, encoder, rebuild)
     logged = log_store(base, n_log, rebuild)
     if build_only:
         return []
     timer = _SnapshotTimer()
-    return [reopen(base, "snapshot only", encoder, timer),
-            reopen(logged, f"snapshot + {n_log} log records", encoder, timer)]
+    return [
+        reopen(base, "snapshot only", encoder, timer),
+        reopen(logged, f"snapshot + {n_log} log records", encoder, timer),
+    ]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run in well under a minute")
-    ap.add_argument("--part", choices=["all", "ingest", "build", "reopen"], default="all",
-                    help="build: only build the cached reopen stores")
+    ap.add_argument(
+        "--part",
+        choices=["all", "ingest", "build", "reopen"],
+        default="all",
+        help="build: only build the cached reopen stores",
+    )
     ap.add_argument("--rebuild", action="store_true", help="rebuild the cached reopen stores")
     args = ap.parse_args()
-    n_grouped, n_single, n_notes, n_log = (2_000, 200, 5_000, 500) if args.quick else (20_000, 2_000, 100_000, 10_000)
+    n_grouped, n_single, n_notes, n_log = (
+        (2_000, 200, 5_000, 500) if args.quick else (20_000, 2_000, 100_000, 10_000)
+    )
     started = time.perf_counter()
     encoder = make_encoder(Config())
     out: dict[str, Any] = {"quick": args.quick, "encoder_load_s": time.perf_counter() - started}
     if args.part in ("all", "ingest"):
         out["ingest"], out["ratios"] = ingest_table(n_grouped, n_single, encoder)
-        print(table(out["ingest"], ["batch", "wal", "interactions", "seconds", "per_s", "log_bytes_per_item",
-                                    "close_s"]))
+        print(
+            table(
+                out["ingest"],
+                ["batch", "wal", "interactions", "seconds", "per_s", "log_bytes_per_item", "close_s"],
+            )
+        )
         print()
-        print(table(out["ratios"], ["batch", "interactions", "wal_on_per_s", "wal_off_per_s", "on_over_off",
-                                    "ms_per_add_for_log"]))
+        print(
+            table(
+                out["ratios"],
+                [
+                    "batch",
+                    "interactions",
+                    "wal_on_per_s",
+                    "wal_off_per_s",
+                    "on_over_off",
+                    "ms_per_add_for_log",
+                ],
+            )
+        )
         print()
     if args.part in ("all", "build", "reopen"):
         out["reopen"] = reopen_table(n_notes, n_log, encoder, args.rebuild, build_only=args.part == "build")
     if out.get("reopen"):
-        print(table(out["reopen"], ["store", "notes", "store_mb", "log_mb", "open_and_search_s", "snapshot_s",
-                                    "replay_s", "search_s", "hits", "close_s"]))
+        print(
+            table(
+                out["reopen"],
+                [
+                    "store",
+                    "notes",
+                    "store_mb",
+                    "log_mb",
+                    "open_and_search_s",
+                    "snapshot_s",
+                    "replay_s",
+                    "search_s",
+                    "hits",
+                    "close_s",
+                ],
+            )
+        )
         out["replay_ms_per_record"] = out["reopen"][1]["replay_s"] / n_log * 1e3
-        print(f"\nreplay: {out['replay_ms_per_record']:.2f} ms per log record; "
-              f"encoder load (not in the reopen times): {out['encoder_load_s']:.2f} s")
+        print(
+            f"\nreplay: {out['replay_ms_per_record']:.2f} ms per log record; "
+            f"encoder load (not in the reopen times): {out['encoder_load_s']:.2f} s"
+        )
     if args.part != "build":
-        name = "durability" + ("-quick" if args.quick else "") + ("" if args.part == "all" else f"-{args.part}")
+        name = (
+            "durability" + ("-quick" if args.quick else "") + ("" if args.part == "all" else f"-{args.part}")
+        )
         write_json(name, out)
 
 

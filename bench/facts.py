@@ -1,4 +1,4 @@
-"""Fact supersession: do the rules (engine.facts) and the engine retire what stopped being true?
+"""Fact supersession: do the rules (engine.annotate.facts.rules) and the engine retire what stopped being true?
 
     python -m bench.facts               # rules, then the full engine run (embedded annotator)
     python -m bench.facts --rules-only  # just the rules: verdict per scenario, no false hits on chit-chat
@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.common import table, write_json
 from bench.fact_scenarios import KINDS, SCENARIOS, Scenario, fillers_for
-from engine.facts import supersedes
+from engine.annotate.facts.rules import supersedes
 
 RETIRING = ("supersede",)
 
@@ -33,8 +33,15 @@ def rules_case(s: Scenario, index: int) -> dict[str, Any]:
     false_hits = [f for f in fillers if supersedes(f, s.speaker, s.new, s.speaker_of_new)]
     false_hits += [f for f in fillers if supersedes(s.old, s.speaker, f, s.speaker)]
     verdict_ok = (reason is not None) == (s.kind in RETIRING)
-    return {"name": s.name, "kind": s.kind, "reason": reason, "verdict_ok": verdict_ok,
-            "filler_ok": not false_hits, "false_hits": false_hits, "rules_ok": verdict_ok and not false_hits}
+    return {
+        "name": s.name,
+        "kind": s.kind,
+        "reason": reason,
+        "verdict_ok": verdict_ok,
+        "filler_ok": not false_hits,
+        "false_hits": false_hits,
+        "rules_ok": verdict_ok and not false_hits,
+    }
 
 
 def rules_only(scenarios: Sequence[Scenario]) -> list[dict[str, Any]]:
@@ -46,20 +53,35 @@ def engine_case(mem: Any, s: Scenario, index: int) -> dict[str, Any]:
     tenant = f"facts-{index:03d}"
     t1, t2 = datetime.fromisoformat(s.t1), datetime.fromisoformat(s.t2)
     fillers = fillers_for(index)
-    items = [{"content": f, "timestamp": (t1 - timedelta(days=len(fillers) - j)).isoformat(), "speaker": s.speaker}
-             for j, f in enumerate(fillers)]
+    items = [
+        {"content": f, "timestamp": (t1 - timedelta(days=len(fillers) - j)).isoformat(), "speaker": s.speaker}
+        for j, f in enumerate(fillers)
+    ]
     mem.add_many([*items, {"content": s.old, "timestamp": s.t1, "speaker": s.speaker}], tenant=tenant)
     new_id = mem.add(s.new, tenant=tenant, timestamp=s.t2, speaker=s.speaker_of_new)
     as_of = (t1 + (t2 - t1) / 2).isoformat()
     now, now_all = (mem.search(s.query, tenant=tenant, k=k) for k in (5, 50))
     then, then_all = (mem.search(s.query, tenant=tenant, k=k, as_of=as_of) for k in (5, 50))
     old = next(n for n in mem.notes(tenant) if n.content == s.old)
-    return {"name": s.name, "kind": s.kind, **_judge(s, now, now_all, then, then_all, old, new_id, t2),
-            "top_now": [h.note.content for h in now[:3]], "top_then": [h.note.content for h in then[:3]]}
+    return {
+        "name": s.name,
+        "kind": s.kind,
+        **_judge(s, now, now_all, then, then_all, old, new_id, t2),
+        "top_now": [h.note.content for h in now[:3]],
+        "top_then": [h.note.content for h in then[:3]],
+    }
 
 
-def _judge(s: Scenario, now: list[Any], now_all: list[Any], then: list[Any], then_all: list[Any], old: Any,
-           new_id: str, t2: datetime) -> dict[str, bool]:
+def _judge(
+    s: Scenario,
+    now: list[Any],
+    now_all: list[Any],
+    then: list[Any],
+    then_all: list[Any],
+    old: Any,
+    new_id: str,
+    t2: datetime,
+) -> dict[str, bool]:
     contents_now = {h.note.content for h in now_all}
     top_now = now[0].note.content if now else ""
     retires = s.kind in RETIRING
@@ -84,26 +106,35 @@ def diagnose(rule: dict[str, Any], row: dict[str, Any]) -> str:
     if not rule["verdict_ok"]:
         return "rule verdict"
     if not row["marked_ok"]:
-        return "not applied (old note not among the new note's candidates?)" if row["kind"] in RETIRING \
+        return (
+            "not applied (old note not among the new note's candidates?)"
+            if row["kind"] in RETIRING
             else "wrongly retired by the engine"
+        )
     return "ranking"
 
 
 # --- reporting ---------------------------------------------------------------------------------
 def summarise(rows: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
     groups = [(kind, [r for r in rows if r["kind"] == kind]) for kind in KINDS] + [("overall", rows)]
-    return [{"kind": kind, "n": len(group), **{k: sum(r[k] for r in group) / len(group) for k in keys}}
-            for kind, group in groups if group]
+    return [
+        {"kind": kind, "n": len(group), **{k: sum(r[k] for r in group) / len(group) for k in keys}}
+        for kind, group in groups
+        if group
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rules-only", action="store_true", help="evaluate engine.facts alone")
+    ap.add_argument("--rules-only", action="store_true", help="evaluate engine.annotate.facts.rules alone")
     args = ap.parse_args(argv)
     rules = rules_only(SCENARIOS)
     rule_keys = ["verdict_ok", "filler_ok", "rules_ok"]
-    payload: dict[str, Any] = {"scenarios": len(SCENARIOS), "rules": summarise(rules, rule_keys),
-                               "rule_failures": [r for r in rules if not r["rules_ok"]]}
+    payload: dict[str, Any] = {
+        "scenarios": len(SCENARIOS),
+        "rules": summarise(rules, rule_keys),
+        "rule_failures": [r for r in rules if not r["rules_ok"]],
+    }
     print("rules alone\n" + table(payload["rules"], ["kind", "n", *rule_keys]))
     _print_failures(payload["rule_failures"], "reason")
     if not args.rules_only:
@@ -128,9 +159,11 @@ def _full_run(rules: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _print_failures(failures: list[dict[str, Any]], field: str) -> None:
     for f in failures:
-        print(f"  FAIL {f['kind']:<12} {f['name']:<24} {field}={f[field]!r}"
-              + (f" false_hits={f['false_hits']}" if f.get("false_hits") else "")
-              + (f" top_now={f['top_now'][:2]} top_then={f['top_then'][:1]}" if "top_now" in f else ""))
+        print(
+            f"  FAIL {f['kind']:<12} {f['name']:<24} {field}={f[field]!r}"
+            + (f" false_hits={f['false_hits']}" if f.get("false_hits") else "")
+            + (f" top_now={f['top_now'][:2]} top_then={f['top_then'][:1]}" if "top_now" in f else "")
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Throughput of the embedded write pipeline, and in-place re-embedding vs an index rebuild.
 
-    python -m bench.ingest [--sizes 10000 100000] [--batch-size 1024]
+python -m bench.ingest [--sizes 10000 100000] [--batch-size 1024]
 """
 
 from __future__ import annotations
@@ -27,8 +27,14 @@ def ingest_rate(n: int, batch_size: int) -> tuple[Memory, dict[str, float]]:
             bar.update(min(batch_size, n - i))
     elapsed = time.perf_counter() - started
     stats = mem.stats()["tenants"]["bench"]
-    return mem, {"interactions": n, "seconds": elapsed, "per_s": n / elapsed, "notes": stats["notes"],
-                 "links": stats["links"], "versions": stats["versions"]}
+    return mem, {
+        "interactions": n,
+        "seconds": elapsed,
+        "per_s": n / elapsed,
+        "notes": stats["notes"],
+        "links": stats["links"],
+        "versions": stats["versions"],
+    }
 
 
 def reembed_vs_rebuild(mem: Memory, repeats: int = 20) -> dict[str, float]:
@@ -49,9 +55,14 @@ def reembed_vs_rebuild(mem: Memory, repeats: int = 20) -> dict[str, float]:
     started = time.perf_counter()
     mem.encoder.encode_batch([n.embedding_text(mem.config.max_content_chars) for n in notes])
     reencode_all = time.perf_counter() - started + rebuild_only
-    return {"notes": len(notes), "in_place_ms": in_place * 1e3, "rebuild_index_ms": rebuild_only * 1e3,
-            "reencode_and_rebuild_ms": reencode_all * 1e3, "ratio_vs_rebuild": rebuild_only / in_place,
-            "ratio_vs_reencode_rebuild": reencode_all / in_place}
+    return {
+        "notes": len(notes),
+        "in_place_ms": in_place * 1e3,
+        "rebuild_index_ms": rebuild_only * 1e3,
+        "reencode_and_rebuild_ms": reencode_all * 1e3,
+        "ratio_vs_rebuild": rebuild_only / in_place,
+        "ratio_vs_reencode_rebuild": reencode_all / in_place,
+    }
 
 
 def main() -> None:
@@ -67,8 +78,19 @@ def main() -> None:
         mem.close()
     print(table(rows, ["interactions", "seconds", "per_s", "notes", "links", "versions"]))
     print()
-    print(table(reembed, ["notes", "in_place_ms", "rebuild_index_ms", "reencode_and_rebuild_ms",
-                          "ratio_vs_rebuild", "ratio_vs_reencode_rebuild"]))
+    print(
+        table(
+            reembed,
+            [
+                "notes",
+                "in_place_ms",
+                "rebuild_index_ms",
+                "reencode_and_rebuild_ms",
+                "ratio_vs_rebuild",
+                "ratio_vs_reencode_rebuild",
+            ],
+        )
+    )
     write_json("ingest", {"batch_size": args.batch_size, "ingest": rows, "reembed": reembed})
 
 

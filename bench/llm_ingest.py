@@ -27,7 +27,7 @@ from typing import Any
 from bench.common import table, write_json
 from bench.synthetic import chat
 from engine import Config, Memory
-from engine.encoder import Encoder, WordLlamaEncoder
+from engine.encode import Encoder, WordLlamaEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED_NOTES = 16

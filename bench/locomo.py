@@ -18,8 +18,8 @@ import numpy as np
 
 from bench.common import LOCOMO, bar_plot, table, write_json
 from engine import Config, Memory
-from engine.bm25 import BM25
-from engine.chatlog import read_chatlog
+from engine.io.chatlog import read_chatlog
+from engine.state.lexical import BM25
 
 KS = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -36,8 +36,13 @@ def load(path: Path) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
 
 
 def amem_rankings(mem: Memory, questions: list[dict[str, Any]], expand: bool) -> list[list[str]]:
-    return [[h.note.metadata.get("dia_id") for h in
-             mem.search(q["question"], tenant=q["tenant"], k=max(KS), expand_links=expand)] for q in questions]
+    return [
+        [
+            h.note.metadata.get("dia_id")
+            for h in mem.search(q["question"], tenant=q["tenant"], k=max(KS), expand_links=expand)
+        ]
+        for q in questions
+    ]
 
 
 def bm25_rankings(turns: dict[str, list[Any]], questions: list[dict[str, Any]]) -> list[list[str]]:
@@ -66,8 +71,10 @@ def recall_table(questions: list[dict[str, Any]], rankings: list[list[str]]) -> 
             per[CATEGORIES[q["category"]]][k].append(got)
             if q["category"] in (1, 2, 3, 4):
                 per["cat 1-4"][k].append(got)
-    return {cat: {f"R@{k}": float(np.mean(v)) for k, v in ks.items()} | {"n": len(ks[KS[0]])}
-            for cat, ks in per.items()}
+    return {
+        cat: {f"R@{k}": float(np.mean(v)) for k, v in ks.items()} | {"n": len(ks[KS[0]])}
+        for cat, ks in per.items()
+    }
 
 
 def main() -> None:
@@ -97,16 +104,32 @@ def main() -> None:
     rows = [{"category": c, "system": s, **r[c]} for c in ours for s, r in (("amem", ours), ("bm25", base))]
     print(table(rows, ["category", "system", "n", *[f"R@{k}" for k in KS]]))
     notes = sum(len(mem.notes(t)) for t in turns)
-    print(f"\ningest {notes} notes in {ingest_s:.1f}s; {len(questions)} searches in {search_s:.2f}s; "
-          f"R@10 cat 1-4: amem {ours['cat 1-4']['R@10']:.3f} vs bm25 {base['cat 1-4']['R@10']:.3f} "
-          f"({ours['cat 1-4']['R@10'] / base['cat 1-4']['R@10']:.2f}x)")
+    print(
+        f"\ningest {notes} notes in {ingest_s:.1f}s; {len(questions)} searches in {search_s:.2f}s; "
+        f"R@10 cat 1-4: amem {ours['cat 1-4']['R@10']:.3f} vs bm25 {base['cat 1-4']['R@10']:.3f} "
+        f"({ours['cat 1-4']['R@10'] / base['cat 1-4']['R@10']:.2f}x)"
+    )
     stats = mem.stats()
     links = sum(t["links"] for t in stats["tenants"].values())
-    write_json("locomo", {"config": {k: getattr(config, k) for k in ("k_neighbours", "lexical_weight", "encoder")},
-                          "expand": not args.no_expand, "amem": ours, "bm25": base, "notes": notes, "links": links,
-                          "ingest_s": ingest_s, "search_s": search_s})
-    bar_plot("locomo", {c: {"amem": ours[c]["R@10"], "bm25": base[c]["R@10"]} for c in ours},
-             "evidence recall@10", "LoCoMo evidence recall@10 by category")
+    write_json(
+        "locomo",
+        {
+            "config": {k: getattr(config, k) for k in ("k_neighbours", "lexical_weight", "encoder")},
+            "expand": not args.no_expand,
+            "amem": ours,
+            "bm25": base,
+            "notes": notes,
+            "links": links,
+            "ingest_s": ingest_s,
+            "search_s": search_s,
+        },
+    )
+    bar_plot(
+        "locomo",
+        {c: {"amem": ours[c]["R@10"], "bm25": base[c]["R@10"]} for c in ours},
+        "evidence recall@10",
+        "LoCoMo evidence recall@10 by category",
+    )
 
 
 if __name__ == "__main__":

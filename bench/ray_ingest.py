@@ -3,7 +3,7 @@
 Run from the repo root: `python -m bench.ray_ingest` (or `--quick`). Starts a local Ray cluster with
 as many CPUs as the machine has, ingests the same log into a fresh store per shard count (embedded
 annotator: the work is CPU-bound, so shards scale with cores, not with an LLM server's capacity),
-and adds single-process `engine.ingest` as the baseline. Times are end to end, including starting
+and adds single-process `engine.io.ingest` as the baseline. Times are end to end, including starting
 the actors and Ray Data's read. Prints a table and writes bench/results/ray_ingest.json.
 """
 
@@ -28,7 +28,7 @@ import ray  # noqa: E402
 from bench.common import bar_plot, table, write_json  # noqa: E402
 from bench.synthetic import write_log  # noqa: E402
 from engine import Config  # noqa: E402
-from engine.ingest import ingest_files  # noqa: E402
+from engine.io.ingest import ingest_files  # noqa: E402
 from ray_jobs.cluster import worker_env  # noqa: E402
 from ray_jobs.ingest import run_ingest  # noqa: E402
 
@@ -48,15 +48,30 @@ def main(argv: list[str] | None = None) -> int:
     base = next(r["records_per_s"] for r in rows if r["shards"] == 1)
     for r in rows:
         r["vs_1_shard"] = r["records_per_s"] / base
-    caveat = (f"{cpus} CPU cores: shards are processes, so past {cpus} shards they only share the same cores; "
-              "end-to-end times include starting the actors and Ray Data (several seconds), which weighs "
-              "most on small logs")
+    caveat = (
+        f"{cpus} CPU cores: shards are processes, so past {cpus} shards they only share the same cores; "
+        "end-to-end times include starting the actors and Ray Data (several seconds), which weighs "
+        "most on small logs"
+    )
     print(table(rows, ["mode", "shards", "records", "notes", "seconds", "records_per_s", "vs_1_shard"]))
     print(f"note: {caveat}")
-    out = write_json("ray_ingest", {"records": records, "tenants": args.tenants, "batch": args.batch,
-                                    "cpus": cpus, "rows": rows, "caveat": caveat})
-    bar_plot("ray_ingest", {r["mode"]: {"records/s": r["records_per_s"]} for r in rows}, "records / s",
-             f"amem ingest, {records:,} records, {args.tenants} tenants, {cpus} cores")
+    out = write_json(
+        "ray_ingest",
+        {
+            "records": records,
+            "tenants": args.tenants,
+            "batch": args.batch,
+            "cpus": cpus,
+            "rows": rows,
+            "caveat": caveat,
+        },
+    )
+    bar_plot(
+        "ray_ingest",
+        {r["mode"]: {"records/s": r["records_per_s"]} for r in rows},
+        "records / s",
+        f"amem ingest, {records:,} records, {args.tenants} tenants, {cpus} cores",
+    )
     print(f"wrote {out}")
     return 0
 
@@ -81,16 +96,30 @@ def _single(log: Path, store: Path, batch: int) -> dict[str, Any]:
     started = time.perf_counter()
     report = ingest_files([log], store, config=Config(), batch_size=batch, progress=False)
     elapsed = time.perf_counter() - started
-    return {"mode": "single process", "shards": None, "records": report["records"], "notes": report["notes"],
-            "seconds": elapsed, "records_per_s": report["records"] / elapsed}
+    return {
+        "mode": "single process",
+        "shards": None,
+        "records": report["records"],
+        "notes": report["notes"],
+        "seconds": elapsed,
+        "records_per_s": report["records"] / elapsed,
+    }
 
 
 def _sharded(log: Path, store: Path, shards: int, batch: int) -> dict[str, Any]:
     started = time.perf_counter()
-    report = run_ingest([str(log)], str(store), config=Config(), num_shards=shards, max_batch=batch, progress=False)
+    report = run_ingest(
+        [str(log)], str(store), config=Config(), num_shards=shards, max_batch=batch, progress=False
+    )
     elapsed = time.perf_counter() - started
-    return {"mode": f"ray, {shards} shard{'s' if shards > 1 else ''}", "shards": shards, "records": report["records"],
-            "notes": report["notes"], "seconds": elapsed, "records_per_s": report["records"] / elapsed}
+    return {
+        "mode": f"ray, {shards} shard{'s' if shards > 1 else ''}",
+        "shards": shards,
+        "records": report["records"],
+        "notes": report["notes"],
+        "seconds": elapsed,
+        "records_per_s": report["records"] / elapsed,
+    }
 
 
 if __name__ == "__main__":

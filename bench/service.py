@@ -85,7 +85,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def _write_keys(path: Path, tenants: list[str]) -> dict[str, Any]:
     by_tenant = {t: secrets.token_urlsafe(24) for t in tenants}
-    path.write_text(json.dumps({"admin_key": secrets.token_urlsafe(24), "keys": {k: t for t, k in by_tenant.items()}}))
+    path.write_text(
+        json.dumps({"admin_key": secrets.token_urlsafe(24), "keys": {k: t for t, k in by_tenant.items()}})
+    )
     return {"path": path, "by_tenant": by_tenant}
 
 
@@ -97,8 +99,20 @@ def _free_port() -> int:
 
 def _start_server(store: Path, keys: Path, port: int) -> tuple[subprocess.Popen[bytes], float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "engine.cli", "serve", "--store", str(store), "--keys", str(keys),
-           "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "engine.cli",
+        "serve",
+        "--store",
+        str(store),
+        "--keys",
+        str(keys),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     started = time.perf_counter()
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = started + 120
@@ -128,8 +142,12 @@ def _warm(url: str, keys: dict[str, str]) -> float:
     """One search per tenant: the server opens a tenant (loads its snapshot) on first use."""
     started = time.perf_counter()
     for key in keys.values():
-        r = httpx.post(f"{url}/v1/search", json={"query": "warm up"}, headers={"Authorization": f"Bearer {key}"},
-                       timeout=120)
+        r = httpx.post(
+            f"{url}/v1/search",
+            json={"query": "warm up"},
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=120,
+        )
         r.raise_for_status()
     return time.perf_counter() - started
 
@@ -150,14 +168,24 @@ async def _load(url: str, keys: dict[str, str], clients: int, seconds: float, se
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=clients)
-    async with aiohttp.ClientSession(url, connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
+    async with aiohttp.ClientSession(
+        url, connector=connector, timeout=aiohttp.ClientTimeout(total=30)
+    ) as http:
         tally = _Tally(deadline=time.perf_counter() + seconds)
         started = time.perf_counter()
-        await asyncio.gather(*(_client(http, keys, tally, random.Random(seed * 1000 + i)) for i in range(clients)))
+        await asyncio.gather(
+            *(_client(http, keys, tally, random.Random(seed * 1000 + i)) for i in range(clients))
+        )
         elapsed = time.perf_counter() - started
     ok = tally.latencies
-    return {"requests": len(ok) + len(tally.errors), "errors": len(tally.errors),
-            "error_samples": tally.errors[:5], "seconds": elapsed, "qps": len(ok) / elapsed, **_percentiles(ok)}
+    return {
+        "requests": len(ok) + len(tally.errors),
+        "errors": len(tally.errors),
+        "error_samples": tally.errors[:5],
+        "seconds": elapsed,
+        "qps": len(ok) / elapsed,
+        **_percentiles(ok),
+    }
 
 
 async def _client(http: Any, keys: dict[str, str], tally: _Tally, rng: random.Random) -> None:
@@ -184,8 +212,11 @@ def _percentiles(seconds: list[float]) -> dict[str, float]:
     if not seconds:
         return {"p50_ms": float("nan"), "p99_ms": float("nan")}
     ms = sorted(s * 1e3 for s in seconds)
-    return {"p50_ms": statistics.median(ms), "p99_ms": ms[min(len(ms) - 1, int(0.99 * len(ms)))],
-            "mean_ms": statistics.fmean(ms)}
+    return {
+        "p50_ms": statistics.median(ms),
+        "p99_ms": ms[min(len(ms) - 1, int(0.99 * len(ms)))],
+        "mean_ms": statistics.fmean(ms),
+    }
 
 
 def _floor(store: Path, tenants: list[str], num: int, seed: int) -> dict[str, Any]:
@@ -213,29 +244,66 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace, built: dict[str, Any], load: dict[str, Any], floor: dict[str, Any],
-            rss: int, startup_s: float, warm_s: float) -> dict[str, Any]:
+def _report(
+    args: argparse.Namespace,
+    built: dict[str, Any],
+    load: dict[str, Any],
+    floor: dict[str, Any],
+    rss: int,
+    startup_s: float,
+    warm_s: float,
+) -> dict[str, Any]:
     notes = built["notes"]
     return {
-        "store": {**built, "path": str(built["path"])}, "clients": args.clients, "duration_s": args.seconds,
-        "service": load, "in_process": floor,
-        "server": {"startup_s": startup_s, "warm_all_tenants_s": warm_s, "rss_mb": rss / 2**20,
-                   "rss_bytes_per_note": rss / max(notes, 1), "rss_mb_per_tenant": rss / 2**20 / len(built["tenants"])},
+        "store": {**built, "path": str(built["path"])},
+        "clients": args.clients,
+        "duration_s": args.seconds,
+        "service": load,
+        "in_process": floor,
+        "server": {
+            "startup_s": startup_s,
+            "warm_all_tenants_s": warm_s,
+            "rss_mb": rss / 2**20,
+            "rss_bytes_per_note": rss / max(notes, 1),
+            "rss_mb_per_tenant": rss / 2**20 / len(built["tenants"]),
+        },
         "note": "client and server share the machine's cores; QPS is bounded by both",
     }
 
 
 def _print(r: dict[str, Any]) -> None:
     s, one, f = r["service"], r["service_one_client"], r["in_process"]
-    rows = [{"path": f"HTTP, {r['clients']} clients", "qps": s["qps"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"],
-             "requests": s["requests"], "errors": s["errors"]},
-            {"path": "HTTP, 1 client", "qps": one["qps"], "p50_ms": one["p50_ms"], "p99_ms": one["p99_ms"],
-             "requests": one["requests"], "errors": one["errors"]},
-            {"path": "in-process, 1 thread", "qps": f["qps_one_thread"], "p50_ms": f["p50_ms"], "p99_ms": f["p99_ms"],
-             "requests": f["queries"], "errors": 0}]
-    print(f"\nstore: {r['store']['notes']:,} notes in {len(r['store']['tenants'])} tenants; "
-          f"server RSS {r['server']['rss_mb']:.0f} MiB ({r['server']['rss_bytes_per_note']:.0f} B/note), "
-          f"startup {r['server']['startup_s']:.1f} s, first search of every tenant {r['server']['warm_all_tenants_s']:.1f} s")
+    rows = [
+        {
+            "path": f"HTTP, {r['clients']} clients",
+            "qps": s["qps"],
+            "p50_ms": s["p50_ms"],
+            "p99_ms": s["p99_ms"],
+            "requests": s["requests"],
+            "errors": s["errors"],
+        },
+        {
+            "path": "HTTP, 1 client",
+            "qps": one["qps"],
+            "p50_ms": one["p50_ms"],
+            "p99_ms": one["p99_ms"],
+            "requests": one["requests"],
+            "errors": one["errors"],
+        },
+        {
+            "path": "in-process, 1 thread",
+            "qps": f["qps_one_thread"],
+            "p50_ms": f["p50_ms"],
+            "p99_ms": f["p99_ms"],
+            "requests": f["queries"],
+            "errors": 0,
+        },
+    ]
+    print(
+        f"\nstore: {r['store']['notes']:,} notes in {len(r['store']['tenants'])} tenants; "
+        f"server RSS {r['server']['rss_mb']:.0f} MiB ({r['server']['rss_bytes_per_note']:.0f} B/note), "
+        f"startup {r['server']['startup_s']:.1f} s, first search of every tenant {r['server']['warm_all_tenants_s']:.1f} s"
+    )
     print(table(rows, ["path", "qps", "p50_ms", "p99_ms", "requests", "errors"]))
     for phase in (s, one):
         if phase["errors"]:

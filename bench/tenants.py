@@ -1,6 +1,6 @@
 """Many small tenants: what one costs in RAM, what a FAISS object adds, and what the open-tenant bound buys.
 
-    python -m bench.tenants [--tenants 2000] [--notes 20]
+python -m bench.tenants [--tenants 2000] [--notes 20]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from bench.common import table, write_json
 from bench.synthetic import chat
 from engine import Config, Memory
-from engine.encoder import WordLlamaEncoder
+from engine.encode import WordLlamaEncoder
 
 
 def rss_mb() -> float:
@@ -53,8 +53,9 @@ def search_ms(mem: Memory, tenants: int, count: int = 500) -> float:
     return (time.perf_counter() - started) / count * 1e3
 
 
-def run(label: str, tenants: int, notes: int, path: Path | None, max_open: int,
-        encoder: WordLlamaEncoder) -> dict[str, object]:
+def run(
+    label: str, tenants: int, notes: int, path: Path | None, max_open: int, encoder: WordLlamaEncoder
+) -> dict[str, object]:
     gc.collect()
     before = rss_mb()
     mem = Memory(path, Config(max_open_tenants=max_open, wal=False), encoder=encoder)
@@ -62,9 +63,16 @@ def run(label: str, tenants: int, notes: int, path: Path | None, max_open: int,
     gc.collect()
     grown = rss_mb() - before
     stored = sum(len(mem.notes(f"tenant-{i:04d}")) for i in range(tenants))
-    row = {"setup": label, "tenants": tenants, "notes": stored, "resident_tenants": len(mem._tenants),
-           "rss_mb": grown, "kb_per_tenant": grown * 1024 / tenants, "ingest_s": ingest_s,
-           "search_ms": search_ms(mem, tenants)}
+    row = {
+        "setup": label,
+        "tenants": tenants,
+        "notes": stored,
+        "resident_tenants": len(mem._tenants),
+        "rss_mb": grown,
+        "kb_per_tenant": grown * 1024 / tenants,
+        "ingest_s": ingest_s,
+        "search_ms": search_ms(mem, tenants),
+    }
     mem.close()
     return row
 
@@ -78,14 +86,31 @@ def main() -> None:
     encoder = WordLlamaEncoder()  # loaded before any measurement: its weights are not a tenant's cost
     tmp = Path(tempfile.mkdtemp(prefix="amem-tenants-"))
     try:
-        rows = [run("in RAM, all resident", args.tenants, args.notes, None, 1024, encoder),
-                run("store, max_open_tenants=128", args.tenants, args.notes, tmp / "store", 128, encoder)]
+        rows = [
+            run("in RAM, all resident", args.tenants, args.notes, None, 1024, encoder),
+            run("store, max_open_tenants=128", args.tenants, args.notes, tmp / "store", 128, encoder),
+        ]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(table(rows, ["setup", "tenants", "notes", "resident_tenants", "rss_mb", "kb_per_tenant", "ingest_s",
-                       "search_ms"]))
-    print(f"\nan empty FAISS IndexFlatIP(256) costs {faiss_b:.0f} bytes; a 20-note tenant's vectors alone "
-          f"{args.notes * 256 * 4 / 1024:.0f} KB")
+    print(
+        table(
+            rows,
+            [
+                "setup",
+                "tenants",
+                "notes",
+                "resident_tenants",
+                "rss_mb",
+                "kb_per_tenant",
+                "ingest_s",
+                "search_ms",
+            ],
+        )
+    )
+    print(
+        f"\nan empty FAISS IndexFlatIP(256) costs {faiss_b:.0f} bytes; a 20-note tenant's vectors alone "
+        f"{args.notes * 256 * 4 / 1024:.0f} KB"
+    )
     write_json("tenants", {"rows": rows, "faiss_object_bytes": faiss_b})
 
 

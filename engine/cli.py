@@ -67,7 +67,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _llm_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--llm-url", default=None, help="OpenAI-compatible server, e.g. http://host:8000/v1 (env AMEM_LLM_URL)")
+    p.add_argument(
+        "--llm-url",
+        default=None,
+        help="OpenAI-compatible server, e.g. http://host:8000/v1 (env AMEM_LLM_URL)",
+    )
     p.add_argument("--llm-model", default=None, help="model name (env AMEM_LLM_MODEL)")
     p.add_argument("--encoder", default=None, choices=["wordllama", "minilm", "api"])
 
@@ -87,26 +91,47 @@ def _ingest_parser(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> Config:
-    return Config.from_env(llm_url=getattr(args, "llm_url", None), llm_model=getattr(args, "llm_model", None),
-                           encoder=getattr(args, "encoder", None), **extra)
+    return Config.from_env(
+        llm_url=getattr(args, "llm_url", None),
+        llm_model=getattr(args, "llm_model", None),
+        encoder=getattr(args, "encoder", None),
+        **extra,
+    )
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from engine.ingest import ingest_files
+    from engine.io.ingest import ingest_files
 
     config = _config(args, wal=not args.no_wal)
     if args.ray:
         from ray_jobs.ingest import run_ingest
 
         if args.rejects is not None:
-            raise InputError("--rejects is not supported with --ray (rejected lines are counted in the report)",
-                             field="rejects")
-        report = run_ingest([str(f) for f in args.file], store=str(args.store), default_tenant=args.tenant,
-                            config=config, num_shards=args.shards, fmt=args.format, on_error=args.on_error,
-                            max_batch=args.batch_size)
+            raise InputError(
+                "--rejects is not supported with --ray (rejected lines are counted in the report)",
+                field="rejects",
+            )
+        report = run_ingest(
+            [str(f) for f in args.file],
+            store=str(args.store),
+            default_tenant=args.tenant,
+            config=config,
+            num_shards=args.shards,
+            fmt=args.format,
+            on_error=args.on_error,
+            max_batch=args.batch_size,
+        )
     else:
-        report = ingest_files(args.file, store=args.store, tenant=args.tenant, config=config, fmt=args.format,
-                              on_error=args.on_error, rejects=args.rejects, batch_size=args.batch_size)
+        report = ingest_files(
+            args.file,
+            store=args.store,
+            tenant=args.tenant,
+            config=config,
+            fmt=args.format,
+            on_error=args.on_error,
+            rejects=args.rejects,
+            batch_size=args.batch_size,
+        )
     print(json.dumps(report, indent=1))
     return 0
 
@@ -119,39 +144,58 @@ def _open(args: argparse.Namespace):
 
 def _search(args: argparse.Namespace) -> int:
     with _open(args) as mem:
-        hits = mem.search(args.query, tenant=args.tenant, k=args.k, as_of=args.as_of,
-                          include_superseded=args.include_superseded, expand_links=not args.no_expand)
+        hits = mem.search(
+            args.query,
+            tenant=args.tenant,
+            k=args.k,
+            as_of=args.as_of,
+            include_superseded=args.include_superseded,
+            expand_links=not args.no_expand,
+        )
     if args.json:
         print(json.dumps([_hit_json(h) for h in hits], indent=1, default=str))
         return 0
     for rank, h in enumerate(hits, 1):
         flag = " [superseded]" if h.is_superseded else ""
         via = f"\n      via {h.via}" if h.via else ""
-        print(f"{rank:2d}. {h.score:.3f} {h.note.timestamp:%Y-%m-%d} {h.note.speaker or '-'}: "
-              f"{h.note.content[:200]}{flag}  [{h.note.id}]{via}")
+        print(
+            f"{rank:2d}. {h.score:.3f} {h.note.timestamp:%Y-%m-%d} {h.note.speaker or '-'}: "
+            f"{h.note.content[:200]}{flag}  [{h.note.id}]{via}"
+        )
     return 0
 
 
 def _hit_json(h: Any) -> dict[str, Any]:
-    return {"id": h.note.id, "score": h.score, "content": h.note.content, "speaker": h.note.speaker,
-            "timestamp": h.note.timestamp.isoformat(), "keywords": h.note.keywords, "tags": h.note.tags,
-            "context": h.note.context, "via": h.via, "superseded": h.is_superseded,
-            "metadata": h.note.metadata}
+    return {
+        "id": h.note.id,
+        "score": h.score,
+        "content": h.note.content,
+        "speaker": h.note.speaker,
+        "timestamp": h.note.timestamp.isoformat(),
+        "keywords": h.note.keywords,
+        "tags": h.note.tags,
+        "context": h.note.context,
+        "via": h.via,
+        "superseded": h.is_superseded,
+        "metadata": h.note.metadata,
+    }
 
 
 def _show(args: argparse.Namespace) -> int:
-    from engine.codec import note_to_record, version_to_record
+    from engine.model.records import note_to_record, version_to_record
 
     with _open(args) as mem:
         out: dict[str, Any] = {"note": note_to_record(mem.get(args.id, tenant=args.tenant))}
         if args.history:
-            out["history"] = [version_to_record(v) | {"embedding": None} for v in mem.history(args.id, args.tenant)]
+            out["history"] = [
+                version_to_record(v) | {"embedding": None} for v in mem.history(args.id, args.tenant)
+            ]
     print(json.dumps(out, indent=1, default=str))
     return 0
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from engine.ingest import read_cost
+    from engine.io.ingest import read_cost
     from engine.memory import Memory
 
     with Memory(args.store, Config(read_only=True)) as mem:
@@ -173,20 +217,30 @@ def _reannotate(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from engine.service.run import serve
 
-    serve(store=args.store, keys=args.keys, host=args.host, port=args.port, use_ray=args.ray,
-          replicas=args.replicas)
+    serve(
+        store=args.store,
+        keys=args.keys,
+        host=args.host,
+        port=args.port,
+        use_ray=args.ray,
+        replicas=args.replicas,
+    )
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from engine.ingest import ingest_files
+    from engine.io.ingest import ingest_files
     from engine.memory import Memory
 
     sample = Path(__file__).resolve().parent.parent / "data" / "sample_chat.jsonl"
     report = ingest_files([sample], store=args.store, tenant="demo", config=Config())
     print(json.dumps(report, indent=1))
-    questions = ["Where does Maya live now?", "What pet did Maya adopt?", "When is the dentist appointment?",
-                 "What does Leo do for work?"]
+    questions = [
+        "Where does Maya live now?",
+        "What pet did Maya adopt?",
+        "When is the dentist appointment?",
+        "What does Leo do for work?",
+    ]
     with Memory(args.store, Config(read_only=True)) as mem:
         for q in questions:
             print(f"\nQ: {q}")

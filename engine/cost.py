@@ -6,7 +6,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.schemas import STAGES
+from engine.annotate.schemas import STAGES
 
 
 @dataclass(slots=True)

@@ -1,17 +1,17 @@
 """One exception tree for amem.
 
-    AmemError
-    ├── ConfigError           bad Config value
-    ├── InputError            bad interaction / argument (names file, line, field)
-    ├── TenantError           invalid tenant name
-    ├── NotFound              no such note (also for another tenant's note)
-    ├── StoreError            store cannot be opened or written
-    │   ├── StoreLocked       another writer holds the store
-    │   ├── ReadOnlyStore     write on a read-only store
-    │   └── CorruptStore      checksum / framing mismatch in snapshot or log
-    └── LLMError              LLM backend failure
-        ├── LLMRetryable      429 / 5xx / timeout / connection: retried with backoff
-        └── LLMBadOutput      output that does not match the stage schema
+AmemError
+├── ConfigError           bad Config value
+├── InputError            bad interaction / argument (names file, line, field)
+├── TenantError           invalid tenant name
+├── NotFound              no such note (also for another tenant's note)
+├── StoreError            store cannot be opened or written
+│   ├── StoreLocked       another writer holds the store
+│   ├── ReadOnlyStore     write on a read-only store
+│   └── CorruptStore      checksum / framing mismatch in snapshot or log
+└── LLMError              LLM backend failure
+    ├── LLMRetryable      429 / 5xx / timeout / connection: retried with backoff
+    └── LLMBadOutput      output that does not match the stage schema
 """
 
 from __future__ import annotations

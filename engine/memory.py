@@ -10,28 +10,34 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from engine import edits
-from engine.annotator import Annotator
-from engine.changes import ChangeSet
+from engine.annotate.embedded import EmbeddedAnnotator
+from engine.annotate.protocol import Annotator
 from engine.config import Config
 from engine.cost import CostMeter
-from engine.embedded import EmbeddedAnnotator
-from engine.encoder import Encoder, make_encoder
+from engine.encode import Encoder, make_encoder
 from engine.errors import InputError, NotFound
-from engine.interactions import check_text, to_interaction
-from engine.note import Hit, Interaction, Note, NoteVersion
-from engine.pipeline import WritePipeline
-from engine.recall import Recipe, search
-from engine.store import TenantMemory
-from engine.tenants import Tenant, TenantPool
-from engine.timeutil import TimeLike, parse_time
+from engine.model.changes import ChangeSet
+from engine.model.note import Hit, Interaction, Note, NoteVersion
+from engine.model.timeutil import TimeLike, parse_time
+from engine.recall.search import Recipe, search
+from engine.state.tenant_state import TenantMemory
+from engine.storage.pool import Tenant, TenantPool
+from engine.write import edits
+from engine.write.pipeline import WritePipeline
+from engine.write.validate import check_text, to_interaction
 
 
 class Memory:
     """Agentic memory for many tenants. `Memory()` lives in RAM; `Memory(path)` persists under `path`."""
 
-    def __init__(self, path: str | Path | None = None, config: Config | None = None, *,
-                 encoder: Encoder | None = None, annotator: Annotator | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        config: Config | None = None,
+        *,
+        encoder: Encoder | None = None,
+        annotator: Annotator | None = None,
+    ) -> None:
         self.config = config or Config()
         self.path = Path(path) if path is not None else None
         self.cost = CostMeter()
@@ -42,11 +48,22 @@ class Memory:
         self._tenants = self._pool.open  # tests and benches peek at a tenant's state through this
 
     # --- writes -----------------------------------------------------------------
-    def add(self, content: str, tenant: str = "default", timestamp: TimeLike | None = None,
-            speaker: str | None = None, metadata: Mapping[str, Any] | None = None,
-            source_id: str | None = None) -> str:
-        item = {"content": content, "timestamp": timestamp, "speaker": speaker, "metadata": metadata,
-                "source_id": source_id}
+    def add(
+        self,
+        content: str,
+        tenant: str = "default",
+        timestamp: TimeLike | None = None,
+        speaker: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        source_id: str | None = None,
+    ) -> str:
+        item = {
+            "content": content,
+            "timestamp": timestamp,
+            "speaker": speaker,
+            "metadata": metadata,
+            "source_id": source_id,
+        }
         return self.add_many([item], tenant=tenant)[0]
 
     def add_many(self, items: Iterable[Mapping[str, Any]], tenant: str = "default") -> list[str]:
@@ -54,8 +71,9 @@ class Memory:
 
         Every item is checked before anything is written: one bad item rejects the batch whole.
         """
-        return self.add_interactions([to_interaction(item, where=f"item {i}") for i, item in enumerate(items)],
-                                     tenant=tenant)
+        return self.add_interactions(
+            [to_interaction(item, where=f"item {i}") for i, item in enumerate(items)], tenant=tenant
+        )
 
     def add_interactions(self, interactions: list[Interaction], tenant: str = "default") -> list[str]:
         """add_many for already-validated Interactions (the chat-log reader yields these)."""
@@ -105,29 +123,52 @@ class Memory:
         return result
 
     # --- reads ------------------------------------------------------------------
-    def search(self, query: str, tenant: str = "default", k: int = 10, as_of: TimeLike | None = None,
-               include_superseded: bool = False, expand_links: bool | None = None,
-               lexical_weight: float | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        tenant: str = "default",
+        k: int = 10,
+        as_of: TimeLike | None = None,
+        include_superseded: bool = False,
+        expand_links: bool | None = None,
+        lexical_weight: float | None = None,
+    ) -> list[Hit]:
         """Top-k notes for `query`: valid now by default, valid at `as_of`, or all with include_superseded."""
         recipe = self._recipe(query, k, as_of, include_superseded, expand_links, lexical_weight)
         vec = self.encoder.encode_batch([query])[0]
         with self._pool.use(tenant, create=False) as t:
             return [] if t is None else search(t.state, vec, query, recipe)
 
-    def _recipe(self, query: str, k: int, as_of: TimeLike | None, include_superseded: bool,
-                expand_links: bool | None, lexical_weight: float | None) -> Recipe:
+    def _recipe(
+        self,
+        query: str,
+        k: int,
+        as_of: TimeLike | None,
+        include_superseded: bool,
+        expand_links: bool | None,
+        lexical_weight: float | None,
+    ) -> Recipe:
         if not isinstance(query, str) or not query.strip():
             raise InputError("query must be a non-empty string", field="query")
         check_text(query, "query")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InputError(f"k must be a positive integer, got {k!r}", field="k")
-        if lexical_weight is not None and (isinstance(lexical_weight, bool) or not isinstance(
-                lexical_weight, int | float) or not 0 <= lexical_weight <= 1):
-            raise InputError(f"lexical_weight must be a number in [0, 1], got {lexical_weight!r}",
-                             field="lexical_weight")
-        return Recipe.from_config(self.config, k=k, as_of=parse_time(as_of, field="as_of"),
-                                  include_superseded=include_superseded, expand_links=expand_links,
-                                  lexical_weight=lexical_weight)
+        if lexical_weight is not None and (
+            isinstance(lexical_weight, bool)
+            or not isinstance(lexical_weight, int | float)
+            or not 0 <= lexical_weight <= 1
+        ):
+            raise InputError(
+                f"lexical_weight must be a number in [0, 1], got {lexical_weight!r}", field="lexical_weight"
+            )
+        return Recipe.from_config(
+            self.config,
+            k=k,
+            as_of=parse_time(as_of, field="as_of"),
+            include_superseded=include_superseded,
+            expand_links=expand_links,
+            lexical_weight=lexical_weight,
+        )
 
     def get(self, note_id: str, tenant: str = "default") -> Note:
         with self._pool.use(tenant, create=False) as t:
@@ -198,11 +239,14 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
 
 def _tenant_stats(t: Tenant) -> dict[str, Any]:
     notes = t.state.notes.values()
-    return {"notes": len(t.state), "links": sum(len(n.links) for n in notes),
-            "versions": len(t.state.history),
-            "superseded": sum(1 for n in notes if n.invalid_at is not None),
-            "fallbacks": sum(1 for n in notes if n.annotated_by == "embedded-fallback"),
-            "problems": list(t.storage.problems) if t.storage else []}
+    return {
+        "notes": len(t.state),
+        "links": sum(len(n.links) for n in notes),
+        "versions": len(t.state.history),
+        "superseded": sum(1 for n in notes if n.invalid_at is not None),
+        "fallbacks": sum(1 for n in notes if n.annotated_by == "embedded-fallback"),
+        "problems": list(t.storage.problems) if t.storage else [],
+    }
 
 
 def make_annotator(config: Config, encoder: Encoder, cost: CostMeter) -> Annotator:

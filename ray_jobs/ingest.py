@@ -29,8 +29,8 @@ from tqdm import tqdm
 from engine.config import Config
 from engine.cost import CostMeter
 from engine.errors import ConfigError, InputError
-from engine.ingest import save_cost
-from engine.tenant import validate_tenant
+from engine.io.ingest import save_cost
+from engine.model.tenant_name import validate_tenant
 from ray_jobs.cluster import ray_session
 from ray_jobs.reader import FileCheck, check_file, file_rows
 from ray_jobs.router import Router, get
@@ -40,10 +40,21 @@ BLOCK_ROWS = 1024
 """Rows per block the driver groups by tenant; one delivery is at most this many rows of one tenant."""
 
 
-def run_ingest(files: Sequence[str], store: str, default_tenant: str = "default", config: Config | None = None,
-               num_shards: int = 2, fmt: str = "auto", on_error: str = "fail", *, max_batch: int = 256,
-               max_wait_ms: float = 200.0, max_restarts: int = 3, progress: bool = True,
-               job_name: str | None = None) -> dict[str, Any]:
+def run_ingest(
+    files: Sequence[str],
+    store: str,
+    default_tenant: str = "default",
+    config: Config | None = None,
+    num_shards: int = 2,
+    fmt: str = "auto",
+    on_error: str = "fail",
+    *,
+    max_batch: int = 256,
+    max_wait_ms: float = 200.0,
+    max_restarts: int = 3,
+    progress: bool = True,
+    job_name: str | None = None,
+) -> dict[str, Any]:
     """Ingest `files` into `store` with `num_shards` shard actors; returns the run's report.
 
     Uses the running Ray cluster if there is one, else starts a local one and stops it at the end. With on_error='fail' a bad record anywhere rejects the run before any write.
@@ -56,7 +67,9 @@ def run_ingest(files: Sequence[str], store: str, default_tenant: str = "default"
     started = time.perf_counter()
     with ray_session():
         checks = _check_files([str(Path(f)) for f in files], fmt, on_error)
-        actors = _start_shards(store, shard_config, num_shards, max_batch, max_wait_ms, max_restarts, job_name)
+        actors = _start_shards(
+            store, shard_config, num_shards, max_batch, max_wait_ms, max_restarts, job_name
+        )
         total = sum(c.num_records - c.num_rejected for c in checks)
         with tqdm(total=total, unit="msg", disable=not progress, smoothing=0.1) as bar:
             router = Router(actors, max_ready_rows=4 * max_batch, bar=bar)
@@ -71,13 +84,19 @@ def split_llm_limits(config: Config, num_shards: int) -> Config:
     if config.annotator == "embedded":
         return config
     if config.annotator == "vllm" and num_shards > 1:
-        raise ConfigError("annotator='vllm' loads the model in-process: one per shard would not fit; "
-                          "serve it (vllm serve) and use annotator='llm', or use one shard")
+        raise ConfigError(
+            "annotator='vllm' loads the model in-process: one per shard would not fit; "
+            "serve it (vllm serve) and use annotator='llm', or use one shard"
+        )
     if num_shards > config.llm_max_in_flight:
-        raise ConfigError(f"{num_shards} shards cannot share llm_max_in_flight={config.llm_max_in_flight}: "
-                          "every shard needs at least one request in flight")
-    return config.with_(llm_max_in_flight=config.llm_max_in_flight // num_shards,
-                        llm_max_tokens_in_flight=config.llm_max_tokens_in_flight // num_shards)
+        raise ConfigError(
+            f"{num_shards} shards cannot share llm_max_in_flight={config.llm_max_in_flight}: "
+            "every shard needs at least one request in flight"
+        )
+    return config.with_(
+        llm_max_in_flight=config.llm_max_in_flight // num_shards,
+        llm_max_tokens_in_flight=config.llm_max_tokens_in_flight // num_shards,
+    )
 
 
 def _check_files(files: list[str], fmt: str, on_error: str) -> list[FileCheck]:
@@ -89,16 +108,30 @@ def _check_files(files: list[str], fmt: str, on_error: str) -> list[FileCheck]:
     return checks
 
 
-def _start_shards(store: str, config: Config, num_shards: int, max_batch: int, max_wait_ms: float,
-                  max_restarts: int, job_name: str | None) -> list[Any]:
+def _start_shards(
+    store: str,
+    config: Config,
+    num_shards: int,
+    max_batch: int,
+    max_wait_ms: float,
+    max_restarts: int,
+    job_name: str | None,
+) -> list[Any]:
     # num_cpus=0: the actors sleep between batches, and Ray Data's read tasks need the CPUs too; a
     # shard reserving a whole CPU would leave the reads unscheduled on a small machine.
     # max_concurrency: status calls must be answered while submit calls and the worker run.
     actor_cls = ray.remote(ShardWorker)
     Path(store).mkdir(parents=True, exist_ok=True)
-    return [actor_cls.options(name=f"{job_name}-shard-{i}" if job_name else None, num_cpus=0,
-                              max_restarts=max_restarts, max_task_retries=0, max_concurrency=4)
-            .remote(i, store, config, max_batch, max_wait_ms) for i in range(num_shards)]
+    return [
+        actor_cls.options(
+            name=f"{job_name}-shard-{i}" if job_name else None,
+            num_cpus=0,
+            max_restarts=max_restarts,
+            max_task_retries=0,
+            max_concurrency=4,
+        ).remote(i, store, config, max_batch, max_wait_ms)
+        for i in range(num_shards)
+    ]
 
 
 def _drive(router: Router, files: list[str], fmt: str, default_tenant: str, store: Path) -> dict[str, int]:
@@ -152,15 +185,23 @@ def _kill(actors: list[Any]) -> None:
         ray.kill(actor, no_restart=True)
 
 
-def _report(router: Router, checks: list[FileCheck], notes: dict[str, int], elapsed: float,
-            shard_config: Config) -> dict[str, Any]:
+def _report(
+    router: Router, checks: list[FileCheck], notes: dict[str, int], elapsed: float, shard_config: Config
+) -> dict[str, Any]:
     records = sum(router.records_per_tenant.values())
     return {
-        "records": records, "rejected": sum(c.num_rejected for c in checks),
-        "tenants": dict(sorted(router.records_per_tenant.items())), "notes": sum(notes.values()),
-        "seconds": round(elapsed, 3), "records_per_s": round(records / max(elapsed, 1e-9), 1),
-        "shards": [{"shard": i, "tenants": len(s.tenants), "records": s.num_records}
-                   for i, s in enumerate(router.shards)],
+        "records": records,
+        "rejected": sum(c.num_rejected for c in checks),
+        "tenants": dict(sorted(router.records_per_tenant.items())),
+        "notes": sum(notes.values()),
+        "seconds": round(elapsed, 3),
+        "records_per_s": round(records / max(elapsed, 1e-9), 1),
+        "shards": [
+            {"shard": i, "tenants": len(s.tenants), "records": s.num_records}
+            for i, s in enumerate(router.shards)
+        ],
         "restarts": router.num_restarts,
-        "llm_max_in_flight_per_shard": None if shard_config.annotator == "embedded" else shard_config.llm_max_in_flight,
+        "llm_max_in_flight_per_shard": None
+        if shard_config.annotator == "embedded"
+        else shard_config.llm_max_in_flight,
     }

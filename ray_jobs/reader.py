@@ -1,6 +1,6 @@
 """Chat-log files -> plain rows for Ray Data, and rows -> Interactions inside the shard actors.
 
-JSONL and LoCoMo files go through engine.chatlog, so error messages and source ids are exactly those of
+JSONL and LoCoMo files go through engine.io.chatlog, so error messages and source ids are exactly those of
 single-process ingest. Parquet chat logs have the columns content, timestamp, speaker, tenant, metadata
 (and optionally id), checked by the same rules as a JSONL line; a row's source id is its `id`, else
 "<file name>:row<N>:<hash of content, timestamp, speaker>" (N counts from 1), stable across re-reads.
@@ -20,11 +20,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from engine.chatlog import count_records, read_chatlog, source_id_for, validate_chatlog
 from engine.errors import InputError
-from engine.note import Interaction
-from engine.tenant import validate_tenant
-from engine.timeutil import parse_time
+from engine.io.chatlog import count_records, read_chatlog, source_id_for, validate_chatlog
+from engine.model.note import Interaction
+from engine.model.tenant_name import validate_tenant
+from engine.model.timeutil import parse_time
 
 PARQUET_COLUMNS = frozenset({"content", "timestamp", "speaker", "tenant", "metadata", "id"})
 _MAX_KEPT_PROBLEMS = 20
@@ -69,14 +69,24 @@ def file_rows(path: str, fmt: str, default_tenant: str) -> Iterator[dict[str, An
 
 
 def to_row(interaction: Interaction, tenant: str | None, default_tenant: str) -> dict[str, Any]:
-    return {"tenant": tenant or default_tenant, "content": interaction.content,
-            "timestamp": interaction.timestamp.isoformat(), "speaker": interaction.speaker,
-            "metadata": json.dumps(interaction.metadata), "source_id": interaction.source_id}
+    return {
+        "tenant": tenant or default_tenant,
+        "content": interaction.content,
+        "timestamp": interaction.timestamp.isoformat(),
+        "speaker": interaction.speaker,
+        "metadata": json.dumps(interaction.metadata),
+        "source_id": interaction.source_id,
+    }
 
 
 def to_interaction(row: dict[str, Any]) -> Interaction:
-    return Interaction(content=row["content"], timestamp=datetime.fromisoformat(row["timestamp"]),
-                       speaker=row["speaker"], metadata=json.loads(row["metadata"]), source_id=row["source_id"])
+    return Interaction(
+        content=row["content"],
+        timestamp=datetime.fromisoformat(row["timestamp"]),
+        speaker=row["speaker"],
+        metadata=json.loads(row["metadata"]),
+        source_id=row["source_id"],
+    )
 
 
 # --- Parquet ------------------------------------------------------------------------------
@@ -88,8 +98,9 @@ def parquet_items(path: Path) -> Iterator[tuple[Interaction, str | None] | Input
         raise InputError(f"cannot read the Parquet file: {exc}", where=str(path)) from exc
     unknown = set(table.schema_arrow.names) - PARQUET_COLUMNS
     if unknown:
-        raise InputError(f"unknown column; allowed: {sorted(PARQUET_COLUMNS)}", where=str(path),
-                         field=sorted(unknown)[0])
+        raise InputError(
+            f"unknown column; allowed: {sorted(PARQUET_COLUMNS)}", where=str(path), field=sorted(unknown)[0]
+        )
     number = 0
     for batch in table.iter_batches(batch_size=4096):
         for values in batch.to_pylist():
@@ -116,8 +127,11 @@ def parquet_record(values: dict[str, Any], path: Path, number: int) -> tuple[Int
     tenant = None if tenant is None else validate_tenant(tenant, where=where)
     metadata = _metadata(values.get("metadata"), where)
     caller_id = values.get("id")
-    source_id = str(caller_id) if caller_id not in (None, "") else \
-        source_id_for(path.name, f"row{number}", content, timestamp, speaker)
+    source_id = (
+        str(caller_id)
+        if caller_id not in (None, "")
+        else source_id_for(path.name, f"row{number}", content, timestamp, speaker)
+    )
     return Interaction(content, timestamp, speaker, metadata, source_id), tenant
 
 

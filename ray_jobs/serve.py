@@ -24,10 +24,10 @@ from ray import serve
 from ray.exceptions import RayTaskError
 
 from engine.config import Config
-from engine.encoder import Encoder, make_encoder
+from engine.encode import Encoder, make_encoder
 from engine.errors import AmemError
 from engine.memory import Memory
-from engine.note import Hit, Interaction, Note, NoteVersion
+from engine.model.note import Hit, Interaction, Note, NoteVersion
 from engine.service.app import create_app
 from ray_jobs.cluster import ray_session
 
@@ -57,7 +57,9 @@ class Writer:
 # num_cpus=0 for every deployment here: the replicas share the machine's cores with the Ray Data and
 # ingest work a small cluster also runs; reserving a CPU each would leave a 2-core machine unable to
 # place the writer.
-MemoryWriter = serve.deployment(name="amem-writer", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64)(Writer)
+MemoryWriter = serve.deployment(
+    name="amem-writer", num_replicas=1, ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64
+)(Writer)
 
 
 class BatchedQueryEncoder:
@@ -102,11 +104,24 @@ class ReplicaMemory:
         _result(self.writer.delete.remote(note_id, tenant))
         self.reader.refresh(tenant)
 
-    def search(self, query: str, tenant: str = "default", k: int = 10, as_of: Any = None,
-               include_superseded: bool = False, expand_links: bool | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        tenant: str = "default",
+        k: int = 10,
+        as_of: Any = None,
+        include_superseded: bool = False,
+        expand_links: bool | None = None,
+    ) -> list[Hit]:
         self.reader.refresh(tenant)
-        return self.reader.search(query, tenant=tenant, k=k, as_of=as_of, include_superseded=include_superseded,
-                                  expand_links=expand_links)
+        return self.reader.search(
+            query,
+            tenant=tenant,
+            k=k,
+            as_of=as_of,
+            include_superseded=include_superseded,
+            expand_links=expand_links,
+        )
 
     def get(self, note_id: str, tenant: str = "default") -> Note:
         self.reader.refresh(tenant)
@@ -143,8 +158,9 @@ class Api:
 
 def build(store: Path, keys: Path | None, replicas: int) -> Any:
     """The Serve application: `replicas` Api replicas bound to one MemoryWriter."""
-    api = serve.deployment(name="amem-api", num_replicas=replicas, max_ongoing_requests=64,
-                           ray_actor_options={"num_cpus": 0})(Api)
+    api = serve.deployment(
+        name="amem-api", num_replicas=replicas, max_ongoing_requests=64, ray_actor_options={"num_cpus": 0}
+    )(Api)
     return api.bind(str(store), str(keys) if keys else None, MemoryWriter.bind(str(store)))
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from engine.config import Config
 from engine.errors import StoreLocked
 from engine.memory import Memory
-from engine.note import Interaction
+from engine.model.note import Interaction
 from ray_jobs.reader import to_interaction
 
 LOCK_WAIT_S = 30.0
@@ -85,7 +85,9 @@ class ShardWorker:
             if seq not in self._seen:  # a resend of something this incarnation already holds
                 self._seen.add(seq)
                 now = time.monotonic()
-                self._queues.setdefault(tenant, deque()).extend(_Queued(seq, item, now) for item in interactions)
+                self._queues.setdefault(tenant, deque()).extend(
+                    _Queued(seq, item, now) for item in interactions
+                )
                 if interactions:
                     self._remaining[seq] = len(interactions)
                 else:
@@ -189,9 +191,16 @@ class ShardWorker:
     def _status(self, cursor: int) -> Status:
         queued = sum(len(q) for q in self._queues.values())
         full = sum(len(q) // self.max_batch * self.max_batch for q in self._queues.values())
-        return Status(epoch=self.epoch, start=cursor, acked=self._acked[cursor:], num_acked=len(self._acked),
-                      num_records=self._num_records, num_batches=self._num_batches,
-                      num_queued=queued + self._num_busy, num_ready=full + self._num_busy)
+        return Status(
+            epoch=self.epoch,
+            start=cursor,
+            acked=self._acked[cursor:],
+            num_acked=len(self._acked),
+            num_records=self._num_records,
+            num_batches=self._num_batches,
+            num_queued=queued + self._num_busy,
+            num_ready=full + self._num_busy,
+        )
 
     def _raise_error(self) -> None:
         if self._error is not None:

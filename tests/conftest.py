@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from engine import Config, Memory  # noqa: E402
-from engine.encoder import WordLlamaEncoder  # noqa: E402
+from engine.encode import WordLlamaEncoder  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 LOCOMO = SHARED / "data" / "locomo" / "locomo-dev.json"

@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import engine.storage  # noqa: E402
+import engine.storage.tenant_store  # noqa: E402
 from engine import Config, Memory  # noqa: E402
 
 
@@ -37,13 +37,13 @@ def emit(event: dict[str, Any]) -> None:
 
 
 def announce_snapshots() -> None:
-    real = engine.storage.write_snapshot
+    real = engine.storage.tenant_store.write_snapshot
 
     def announced(folder: Path, tm: Any, seq: int, encoder: str) -> Any:
         emit({"snapshot": seq})
         return real(folder, tm, seq, encoder)
 
-    engine.storage.write_snapshot = announced  # type: ignore[assignment]
+    engine.storage.tenant_store.write_snapshot = announced  # type: ignore[assignment]
 
 
 def run(args: argparse.Namespace) -> None:

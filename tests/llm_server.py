@@ -362,7 +362,7 @@ class StubFallback:
         self.calls: collections.Counter[str] = collections.Counter()
 
     def annotate(self, items: Any) -> list[Any]:
-        from engine.schemas import Annotation
+        from engine.annotate.schemas import Annotation
 
         self.calls["note"] += len(items)
         return [
@@ -373,7 +373,7 @@ class StubFallback:
         ]
 
     def judge_links(self, requests: Any) -> list[list[Any]]:
-        from engine.schemas import LinkChoice
+        from engine.annotate.schemas import LinkChoice
 
         self.calls["link"] += len(requests)
         return [

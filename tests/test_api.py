@@ -13,22 +13,49 @@ from engine.errors import ConfigError, TenantError
 
 def test_exported_names_are_pinned() -> None:
     assert sorted(engine.__all__) == sorted(
-        ["Config", "Memory", "Note", "Link", "NoteVersion", "Hit", "AmemError", "InputError", "NotFound",
-         "StoreError"])
+        [
+            "Config",
+            "Memory",
+            "Note",
+            "Link",
+            "NoteVersion",
+            "Hit",
+            "AmemError",
+            "InputError",
+            "NotFound",
+            "StoreError",
+        ]
+    )
 
 
-@pytest.mark.parametrize("ts", ["2024-03-01T10:00:00Z", "2024-03-01T10:00:00+00:00", 1709287200,
-                                1709287200.0, datetime(2024, 3, 1, 10, tzinfo=UTC), datetime(2024, 3, 1, 10)])
+@pytest.mark.parametrize(
+    "ts",
+    [
+        "2024-03-01T10:00:00Z",
+        "2024-03-01T10:00:00+00:00",
+        1709287200,
+        1709287200.0,
+        datetime(2024, 3, 1, 10, tzinfo=UTC),
+        datetime(2024, 3, 1, 10),
+    ],
+)
 def test_timestamps_accept_iso_epoch_datetime(mem: Memory, ts) -> None:
     nid = mem.add("hello there, general kenobi", tenant="t", timestamp=ts)
     assert mem.get(nid, tenant="t").timestamp == datetime(2024, 3, 1, 10, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("item, field", [
-    ({"content": ""}, "content"), ({"content": 3}, "content"), ({}, "content"),
-    ({"content": "x", "timestamp": "yesterday"}, "timestamp"), ({"content": "x", "speaker": 5}, "speaker"),
-    ({"content": "x", "colour": "red"}, "colour"), ({"content": "x", "metadata": []}, "metadata"),
-])
+@pytest.mark.parametrize(
+    "item, field",
+    [
+        ({"content": ""}, "content"),
+        ({"content": 3}, "content"),
+        ({}, "content"),
+        ({"content": "x", "timestamp": "yesterday"}, "timestamp"),
+        ({"content": "x", "speaker": 5}, "speaker"),
+        ({"content": "x", "colour": "red"}, "colour"),
+        ({"content": "x", "metadata": []}, "metadata"),
+    ],
+)
 def test_bad_items_name_the_field_and_nothing_is_written(mem: Memory, item, field) -> None:
     with pytest.raises(InputError) as err:
         mem.add_many([{"content": "a good line"}, item], tenant="t")

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.chatlog import (
+from engine.errors import InputError, StoreError
+from engine.io.chatlog import (
     LOCOMO_TURN_SECONDS,
     ChatRecord,
     count_records,
@@ -20,7 +21,6 @@ from engine.chatlog import (
     read_chatlog,
     validate_chatlog,
 )
-from engine.errors import InputError, StoreError
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 PROPERTY = settings(

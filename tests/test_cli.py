@@ -12,8 +12,9 @@ SAMPLE = ROOT / "data" / "sample_chat.jsonl"
 
 
 def amem(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
 
 
 def test_ingest_then_search_in_separate_processes(tmp_path: Path) -> None:
@@ -22,7 +23,9 @@ def test_ingest_then_search_in_separate_processes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["records"] == 14 and report["notes"] == 13  # one exact repeat is merged
-    found = amem("search", "Where does Maya live now?", "--tenant", "demo", "--store", store, "--json", "--k", "3")
+    found = amem(
+        "search", "Where does Maya live now?", "--tenant", "demo", "--store", store, "--json", "--k", "3"
+    )
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
     assert "Seattle" in hits[0]["content"]
@@ -43,7 +46,9 @@ def test_reingest_is_resumable(tmp_path: Path) -> None:
 
 def test_bad_line_fails_with_file_line_field_and_writes_nothing(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
-    log.write_text('{"content": "fine", "timestamp": "2024-01-01T00:00:00Z"}\n{"content": "", "timestamp": 1}\n')
+    log.write_text(
+        '{"content": "fine", "timestamp": "2024-01-01T00:00:00Z"}\n{"content": "", "timestamp": 1}\n'
+    )
     store = tmp_path / "store"
     done = amem("ingest", str(log), "--tenant", "t", "--store", str(store))
     assert done.returncode == 2

@@ -23,9 +23,9 @@ import pytest
 
 from bench.synthetic import chat
 from engine import Config, Memory
-from engine.encoder import Encoder
+from engine.encode import Encoder
 from engine.errors import ReadOnlyStore, StoreLocked
-from engine.walformat import FRAME_MAGIC
+from engine.storage.walformat import FRAME_MAGIC
 
 ROOT = Path(__file__).resolve().parents[1]
 TENANT = "victim"
@@ -39,9 +39,23 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec = base / "input.json"
     spec.write_text(json.dumps({"tenant": TENANT, "batches": BATCHES}))
     store = base / "store"
-    subprocess.run([sys.executable, str(ROOT / "tests" / "crash_child.py"), str(store), str(spec),
-                    "--checkpoint-after", "0", "1", "--exit-without-close"], cwd=ROOT, check=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "crash_child.py"),
+            str(store),
+            str(spec),
+            "--checkpoint-after",
+            "0",
+            "1",
+            "--exit-without-close",
+        ],
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        timeout=120,
+    )
     folder = store / "tenants" / TENANT
     assert sorted(p.name for p in folder.glob("snap-*")) == ["snap-000000000001", "snap-000000000002"]
     return store
@@ -104,8 +118,14 @@ NEWEST = "snap-000000000002"
 SNAPSHOT_DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "flipped notes.parquet": (lambda s: _flip(s / "notes.parquet"), "notes.parquet: checksum mismatch"),
     "truncated notes.parquet": (lambda s: _truncate(s / "notes.parquet"), "notes.parquet: checksum mismatch"),
-    "empty notes.parquet": (lambda s: _truncate(s / "notes.parquet", 0.0), "notes.parquet: checksum mismatch"),
-    "flipped versions.parquet": (lambda s: _flip(s / "versions.parquet", 0.9, 2), "versions.parquet: checksum"),
+    "empty notes.parquet": (
+        lambda s: _truncate(s / "notes.parquet", 0.0),
+        "notes.parquet: checksum mismatch",
+    ),
+    "flipped versions.parquet": (
+        lambda s: _flip(s / "versions.parquet", 0.9, 2),
+        "versions.parquet: checksum",
+    ),
     "deleted notes.parquet": (lambda s: (s / "notes.parquet").unlink(), "notes.parquet: checksum mismatch"),
     "deleted meta.json": (lambda s: (s / "meta.json").unlink(), "meta.json: unreadable snapshot metadata"),
     "truncated meta.json": (lambda s: _truncate(s / "meta.json"), "meta.json: unreadable snapshot metadata"),
@@ -125,7 +145,9 @@ def test_a_damaged_newest_snapshot_falls_back_to_the_previous_one_and_the_log(
     assert any(expected in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
 
-def test_after_a_fallback_the_writer_carries_on_and_the_next_open_is_clean(store: Path, encoder: Encoder) -> None:
+def test_after_a_fallback_the_writer_carries_on_and_the_next_open_is_clean(
+    store: Path, encoder: Encoder
+) -> None:
     _flip(_folder(store) / NEWEST / "notes.parquet")
     extra = {"content": "A brand new line written after the damage.", "source_id": "after-damage"}
     with _open(store, encoder) as mem:
@@ -144,10 +166,14 @@ def test_a_truncated_log_tail_drops_only_the_cut_record(store: Path, encoder: En
     assert "wal.log" in problem and "torn tail" in problem
 
 
-@pytest.mark.parametrize("garbage", [b"\x00" * 64, random.Random(0).randbytes(200), FRAME_MAGIC + b"\x01" * 40],
-                         ids=["zeros", "random", "frame-marker"])
-def test_garbage_after_the_log_is_a_torn_tail_and_loses_nothing(store: Path, encoder: Encoder,
-                                                                 garbage: bytes) -> None:
+@pytest.mark.parametrize(
+    "garbage",
+    [b"\x00" * 64, random.Random(0).randbytes(200), FRAME_MAGIC + b"\x01" * 40],
+    ids=["zeros", "random", "frame-marker"],
+)
+def test_garbage_after_the_log_is_a_torn_tail_and_loses_nothing(
+    store: Path, encoder: Encoder, garbage: bytes
+) -> None:
     wal = _folder(store) / "wal.log"
     wal.write_bytes(wal.read_bytes() + garbage)
     with _open(store, encoder) as mem:
@@ -184,8 +210,9 @@ def test_damage_to_the_last_record_is_a_torn_tail(store: Path, encoder: Encoder)
     assert "torn tail" in problem and "offset" in problem
 
 
-def test_damage_before_the_last_record_is_corruption_and_replay_stops_there(store: Path,
-                                                                          encoder: Encoder) -> None:
+def test_damage_before_the_last_record_is_corruption_and_replay_stops_there(
+    store: Path, encoder: Encoder
+) -> None:
     _flip(_folder(store) / NEWEST / "notes.parquet")  # fall back to snap-1, which needs records 2 and 3
     _damage_record(_folder(store) / "wal.log", 0)
     with _open(store, encoder, read_only=True) as mem:
@@ -195,7 +222,9 @@ def test_damage_before_the_last_record_is_corruption_and_replay_stops_there(stor
     assert "wal.log" in log_problem and "corruption at offset 20" in log_problem
 
 
-def test_a_writer_opens_a_log_damaged_below_its_snapshot_and_salvages_it(store: Path, encoder: Encoder) -> None:
+def test_a_writer_opens_a_log_damaged_below_its_snapshot_and_salvages_it(
+    store: Path, encoder: Encoder
+) -> None:
     wal = _folder(store) / "wal.log"
     _damage_record(wal, 0)  # record 2: snap-2 holds it already
     with _open(store, encoder) as mem:
@@ -208,8 +237,11 @@ def test_a_writer_opens_a_log_damaged_below_its_snapshot_and_salvages_it(store: 
         assert "after-salvage" in _sources(mem) and _problems(mem) == []
 
 
-@pytest.mark.xfail(strict=True, reason="proposal (engine/walformat.py Scan): replay(after_seq) stops at the "
-                   "first damage even when every damaged record is <= after_seq, dropping intact later ones")
+@pytest.mark.xfail(
+    strict=True,
+    reason="proposal (engine/walformat.py Scan): replay(after_seq) stops at the "
+    "first damage even when every damaged record is <= after_seq, dropping intact later ones",
+)
 def test_an_intact_record_after_damage_the_snapshot_covers_is_kept(store: Path, encoder: Encoder) -> None:
     _damage_record(_folder(store) / "wal.log", 0)
     with _open(store, encoder, read_only=True) as mem:
@@ -226,8 +258,9 @@ def test_a_damaged_log_header_still_opens_on_the_snapshot(store: Path, encoder: 
         assert any("header" in p for p in _problems(mem))
 
 
-def test_every_snapshot_damaged_is_reported_and_the_gap_is_logged(store: Path, encoder: Encoder,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_every_snapshot_damaged_is_reported_and_the_gap_is_logged(
+    store: Path, encoder: Encoder, caplog: pytest.LogCaptureFixture
+) -> None:
     for snap in ("snap-000000000001", NEWEST):
         _flip(_folder(store) / snap / "notes.parquet")
     with caplog.at_level(logging.WARNING), _open(store, encoder, read_only=True) as mem:
@@ -270,8 +303,11 @@ META_DAMAGE: dict[str, Callable[[Path, bool], None]] = {
 LEGACY_DETECTABLE = [name for name in META_DAMAGE if name not in ("dim changed", "encoder changed")]
 
 
-@pytest.mark.parametrize("damage, legacy", [(d, False) for d in META_DAMAGE] + [(d, True) for d in LEGACY_DETECTABLE],
-                         ids=[*META_DAMAGE, *(f"legacy {d}" for d in LEGACY_DETECTABLE)])
+@pytest.mark.parametrize(
+    "damage, legacy",
+    [(d, False) for d in META_DAMAGE] + [(d, True) for d in LEGACY_DETECTABLE],
+    ids=[*META_DAMAGE, *(f"legacy {d}" for d in LEGACY_DETECTABLE)],
+)
 def test_damaged_snapshot_metadata_falls_back_instead_of_failing_or_losing_records(
     store: Path, encoder: Encoder, damage: str, legacy: bool
 ) -> None:
@@ -288,8 +324,11 @@ def test_metadata_has_a_checksum_of_its_own(store: Path) -> None:
 
 
 def _tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_a_second_writer_gets_store_locked_naming_the_holder(store: Path, encoder: Encoder) -> None:
@@ -308,8 +347,9 @@ def test_a_reader_opens_while_the_writer_holds_the_lock_and_sees_what_was_commit
     store: Path, encoder: Encoder
 ) -> None:
     with _open(store, encoder) as writer:
-        writer.add_many([{"content": "Committed while the reader is away.", "source_id": "live-1"}],
-                        tenant=TENANT)
+        writer.add_many(
+            [{"content": "Committed while the reader is away.", "source_id": "live-1"}], tenant=TENANT
+        )
         before = _tree_digest(store)
         with _open(store, encoder, read_only=True) as reader:
             assert _batches_present(reader) == ALL
@@ -318,7 +358,8 @@ def test_a_reader_opens_while_the_writer_holds_the_lock_and_sees_what_was_commit
             with pytest.raises(ReadOnlyStore):
                 reader.add("Readers cannot write.", tenant=TENANT)
         assert _tree_digest(store) == before  # the reader changed no file
-        writer.add_many([{"content": "Committed after the first reader left.", "source_id": "live-2"}],
-                        tenant=TENANT)
+        writer.add_many(
+            [{"content": "Committed after the first reader left.", "source_id": "live-2"}], tenant=TENANT
+        )
         with _open(store, encoder, read_only=True) as reader:
             assert {"live-1", "live-2"} <= _sources(reader)

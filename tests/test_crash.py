@@ -24,8 +24,8 @@ from typing import Any
 
 from bench.synthetic import chat
 from engine import Config, Memory
-from engine.chatlog import read_chatlog
-from engine.encoder import Encoder
+from engine.encode import Encoder
+from engine.io.chatlog import read_chatlog
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = ROOT / "tests" / "crash_child.py"
@@ -42,8 +42,9 @@ class Child:
         self.json_lines = json_lines
         self.lines: list[str] = []
         env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -107,8 +108,14 @@ def _kill_point(child: Child, rng: random.Random) -> str:
     return kind
 
 
-def _check_store(store: Path, encoder: Encoder, acked: set[str], batches: list[list[dict[str, Any]]],
-                 read_only: bool, where: str) -> set[str]:
+def _check_store(
+    store: Path,
+    encoder: Encoder,
+    acked: set[str],
+    batches: list[list[dict[str, Any]]],
+    read_only: bool,
+    where: str,
+) -> set[str]:
     """The store's invariants after a crash; returns the source ids it holds."""
     config = Config(snapshot_every=SNAPSHOT_EVERY, read_only=read_only)
     with Memory(store, config, encoder=encoder) as mem:
@@ -120,7 +127,9 @@ def _check_store(store: Path, encoder: Encoder, acked: set[str], batches: list[l
             assert len(state.index) == len(notes), where
             assert set(state.sources) == set(counts), where
             assert mem.search("guitar lessons", tenant=TENANT, k=5), where
-    assert all(c == 1 for c in counts.values()), f"{where}: duplicated {[s for s, c in counts.items() if c > 1]}"
+    assert all(c == 1 for c in counts.values()), (
+        f"{where}: duplicated {[s for s, c in counts.items() if c > 1]}"
+    )
     assert acked <= set(counts), f"{where}: lost acknowledged {sorted(acked - set(counts))[:5]}"
     for b in batches:  # one ChangeSet per batch: all of it or none of it
         present = {it["source_id"] in counts for it in b}
@@ -135,8 +144,15 @@ def test_sigkill_during_ingest_loses_nothing_acknowledged(tmp_path: Path, encode
     spec = tmp_path / "input.json"
     spec.write_text(json.dumps({"tenant": TENANT, "batches": batches}))
     store = tmp_path / "store"
-    argv = [sys.executable, str(CHILD), str(store), str(spec), "--snapshot-every", str(SNAPSHOT_EVERY),
-            "--announce-snapshots"]
+    argv = [
+        sys.executable,
+        str(CHILD),
+        str(store),
+        str(spec),
+        "--snapshot-every",
+        str(SNAPSHOT_EVERY),
+        "--announce-snapshots",
+    ]
     acked: set[str] = set()
     kinds: Counter[str] = Counter()
     for rnd in range(ROUNDS):
@@ -160,15 +176,31 @@ def _wait_for_growth(path: Path, size: int, deadline: float) -> None:
         time.sleep(0.01)
 
 
-def test_sigkill_during_amem_ingest_then_rerun_stores_every_line_once(tmp_path: Path, encoder: Encoder) -> None:
+def test_sigkill_during_amem_ingest_then_rerun_stores_every_line_once(
+    tmp_path: Path, encoder: Encoder
+) -> None:
     rng = random.Random(99)
     log = tmp_path / "chat.jsonl"
-    log.write_text("".join(json.dumps({k: v for k, v in it.items() if k != "source_id"}) + "\n"
-                           for it in chat(600, seed=3)))
+    log.write_text(
+        "".join(
+            json.dumps({k: v for k, v in it.items() if k != "source_id"}) + "\n" for it in chat(600, seed=3)
+        )
+    )
     expected = [rec.interaction.source_id for rec in read_chatlog(log)]
     store = tmp_path / "store"
-    argv = [sys.executable, "-m", "engine.cli", "ingest", str(log), "--store", str(store), "--tenant", TENANT,
-            "--batch-size", "16"]
+    argv = [
+        sys.executable,
+        "-m",
+        "engine.cli",
+        "ingest",
+        str(log),
+        "--store",
+        str(store),
+        "--tenant",
+        TENANT,
+        "--batch-size",
+        "16",
+    ]
     wal = store / "tenants" / TENANT / "wal.log"
     partial = []
     for _ in range(4):
@@ -177,7 +209,9 @@ def test_sigkill_during_amem_ingest_then_rerun_stores_every_line_once(tmp_path: 
         _wait_for_growth(wal, size, deadline=time.monotonic() + 60)  # it is writing: kill it mid-run
         time.sleep(rng.uniform(0.0, 0.3))
         child.kill()
-        partial.append(len(_check_store(store, encoder, set(), [], read_only=True, where="amem ingest killed")))
+        partial.append(
+            len(_check_store(store, encoder, set(), [], read_only=True, where="amem ingest killed"))
+        )
     child = Child(argv, json_lines=False)
     assert child.proc.wait(timeout=300) == 0
     child.kill()

@@ -1,4 +1,4 @@
-"""engine.facts: which new statements retire an old fact. Pure rules, no LLM, no encoder."""
+"""engine.annotate.facts.rules: which new statements retire an old fact. Pure rules, no LLM, no encoder."""
 
 from __future__ import annotations
 
@@ -7,16 +7,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.fact_scenarios import FILLERS, SCENARIOS, Scenario
-from engine.facts import Fact, extract_facts, supersedes
+from engine.annotate.facts.rules import Fact, extract_facts, supersedes
 
 
-def sup(old: str, new: str, old_speaker: str | None = "Alice", new_speaker: str | None = "Alice") -> str | None:
+def sup(
+    old: str, new: str, old_speaker: str | None = "Alice", new_speaker: str | None = "Alice"
+) -> str | None:
     return supersedes(old, old_speaker, new, new_speaker)
 
 
 # --- the headline rules -----------------------------------------------------------------
 def test_move_supersedes_residence_with_a_readable_reason() -> None:
-    assert sup("I live in New York.", "I moved to Seattle last month.") == "residence of Alice: New York -> Seattle"
+    assert (
+        sup("I live in New York.", "I moved to Seattle last month.")
+        == "residence of Alice: New York -> Seattle"
+    )
 
 
 def test_additive_statement_does_not_supersede() -> None:
@@ -33,16 +38,20 @@ def test_third_person_does_not_supersede_the_speakers_fact() -> None:
 
 
 def test_same_third_party_subject_supersedes() -> None:
-    assert sup("My brother lives in Denver.", "My brother moved to Austin.") == \
-        "residence of brother of Alice: Denver -> Austin"
+    assert (
+        sup("My brother lives in Denver.", "My brother moved to Austin.")
+        == "residence of brother of Alice: Denver -> Austin"
+    )
     assert sup("Sarah lives in Boston.", "Sarah moved to Chicago.") is not None
     assert sup("My brother lives in Denver.", "My sister moved to Austin.") is None
 
 
 def test_rescheduled_event_supersedes_and_other_events_do_not() -> None:
     old = "The team meeting is on Tuesday at 3pm."
-    assert sup(old, "The team meeting got moved to Thursday at 10am.") == \
-        "time of team meeting: Tuesday at 3pm -> Thursday at 10am"
+    assert (
+        sup(old, "The team meeting got moved to Thursday at 10am.")
+        == "time of team meeting: Tuesday at 3pm -> Thursday at 10am"
+    )
     assert sup(old, "We pushed the meeting to Friday.") is not None
     assert sup(old, "My dentist appointment got moved to Friday.") is None
     assert sup(old, "The team meeting was great.") is None
@@ -52,13 +61,16 @@ def test_cancelled_event_ends_its_schedule() -> None:
     assert sup("Our book club meeting is Thursday evening.", "Book club meeting got cancelled.") is not None
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("My rent is $1,200 a month.", "My rent just went up to $1,450."),
-    ("I pay $950 a month in rent.", "The landlord raised the rent to $1,100."),
-    ("I make about $85k a year.", "I'm making $95k now."),
-    ("We have two kids.", "We have three kids now!"),
-    ("Netflix costs me $15.49 a month.", "Netflix is now $22.99 a month."),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My rent is $1,200 a month.", "My rent just went up to $1,450."),
+        ("I pay $950 a month in rent.", "The landlord raised the rent to $1,100."),
+        ("I make about $85k a year.", "I'm making $95k now."),
+        ("We have two kids.", "We have three kids now!"),
+        ("Netflix costs me $15.49 a month.", "Netflix is now $22.99 a month."),
+    ],
+)
 def test_changed_numbers_supersede(old: str, new: str) -> None:
     assert sup(old, new) is not None
 
@@ -68,14 +80,17 @@ def test_same_number_in_other_words_is_no_change() -> None:
     assert sup("My rent is $1,000.", "My car payment is $300.") is None
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("I live in Seattle.", "Still living in Seattle and loving it."),
-    ("I live in NYC.", "I live in New York City."),
-    ("I work at IBM.", "I've worked at IBM for ten years now."),
-    ("My email is quinn@mail.com.", "As a reminder, my email is quinn@mail.com."),
-    ("Radiohead is my favorite band.", "My favorite band is still Radiohead."),
-    ("I work as a barista.", "I'm a barista and a part-time student."),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Seattle.", "Still living in Seattle and loving it."),
+        ("I live in NYC.", "I live in New York City."),
+        ("I work at IBM.", "I've worked at IBM for ten years now."),
+        ("My email is quinn@mail.com.", "As a reminder, my email is quinn@mail.com."),
+        ("Radiohead is my favorite band.", "My favorite band is still Radiohead."),
+        ("I work as a barista.", "I'm a barista and a part-time student."),
+    ],
+)
 def test_restated_value_does_not_supersede(old: str, new: str) -> None:
     assert sup(old, new) is None
 
@@ -90,17 +105,20 @@ def test_shared_event_can_be_updated_by_another_speaker() -> None:
     assert sup("The meeting is on Friday.", "The meeting moved to Monday.", "Alice", "Bob") is not None
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("I work for Deloitte.", "I finally quit my job at Deloitte."),
-    ("I work for Deloitte.", "I quit my job."),
-    ("I'm employed at Boeing.", "I got laid off last Friday."),
-    ("I live in Paris.", "I don't live in Paris anymore."),
-    ("I'm vegan.", "I'm not vegan anymore."),
-    ("I play the guitar.", "I don't play guitar anymore."),
-    ("I have a cat named Mochi.", "We gave away our cat."),
-    ("I'm single.", "I'm not single anymore!"),
-    ("I drive a Honda Civic.", "I sold the Civic."),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work for Deloitte.", "I finally quit my job at Deloitte."),
+        ("I work for Deloitte.", "I quit my job."),
+        ("I'm employed at Boeing.", "I got laid off last Friday."),
+        ("I live in Paris.", "I don't live in Paris anymore."),
+        ("I'm vegan.", "I'm not vegan anymore."),
+        ("I play the guitar.", "I don't play guitar anymore."),
+        ("I have a cat named Mochi.", "We gave away our cat."),
+        ("I'm single.", "I'm not single anymore!"),
+        ("I drive a Honda Civic.", "I sold the Civic."),
+    ],
+)
 def test_negations_and_endings_supersede(old: str, new: str) -> None:
     assert sup(old, new) is not None
 
@@ -110,11 +128,17 @@ def test_an_ending_must_name_the_old_value_when_it_names_one() -> None:
     assert sup("I work for Acme.", "I quit smoking!") is None
 
 
-@pytest.mark.parametrize("new", [
-    "I want to move to Boston someday.", "If I moved to Boston I'd miss the mountains.",
-    "Would you ever move to Boston?", "I lived in Boston before that.", "I can't wait to move to Boston.",
-    "When I lived in Boston it was cold.",
-])
+@pytest.mark.parametrize(
+    "new",
+    [
+        "I want to move to Boston someday.",
+        "If I moved to Boston I'd miss the mountains.",
+        "Would you ever move to Boston?",
+        "I lived in Boston before that.",
+        "I can't wait to move to Boston.",
+        "When I lived in Boston it was cold.",
+    ],
+)
 def test_hypotheticals_questions_and_past_tense_do_not_supersede(new: str) -> None:
     assert sup("I live in Denver.", new) is None
 
@@ -194,7 +218,9 @@ def test_phrasing_variety(old: str, new: str, expected: bool) -> None:
 def test_extract_facts_resolves_subjects() -> None:
     facts = extract_facts("I live in Denver and my brother works at Intel.", "Alice")
     assert [(f.subject, f.attribute, f.value) for f in facts] == [
-        ("self:Alice", "residence", "denver"), ("brother of self:Alice", "employer", "intel")]
+        ("self:Alice", "residence", "denver"),
+        ("brother of self:Alice", "employer", "intel"),
+    ]
 
 
 def test_extract_facts_flags() -> None:
@@ -240,8 +266,11 @@ def _first_person_only(text: str, speaker: str) -> bool:
     return bool(facts) and all(f.subject == f"self:{speaker}" for f in facts)
 
 
-_FIRST_PERSON_PAIRS = [s for s in SCENARIOS if s.kind == "supersede"
-                       and _first_person_only(s.old, s.speaker) and _first_person_only(s.new, s.speaker)]
+_FIRST_PERSON_PAIRS = [
+    s
+    for s in SCENARIOS
+    if s.kind == "supersede" and _first_person_only(s.old, s.speaker) and _first_person_only(s.new, s.speaker)
+]
 
 
 @settings(max_examples=100, deadline=None)
@@ -252,6 +281,9 @@ def test_first_person_facts_of_another_speaker_never_supersede(scenario: Scenari
 
 
 def test_scenarios_get_the_expected_verdict() -> None:
-    wrong = [s.name for s in SCENARIOS
-             if (supersedes(s.old, s.speaker, s.new, s.speaker_of_new) is not None) != (s.kind == "supersede")]
+    wrong = [
+        s.name
+        for s in SCENARIOS
+        if (supersedes(s.old, s.speaker, s.new, s.speaker_of_new) is not None) != (s.kind == "supersede")
+    ]
     assert wrong == []

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from engine.errors import StoreError
-from engine.fsutil import (
+from engine.storage.fsutil import (
     atomic_write,
     atomic_write_bytes,
     copy_range,

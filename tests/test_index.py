@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from engine.errors import NotFound
-from engine.index import VectorIndex
+from engine.state.vector_index import VectorIndex
 
 
 def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from llm_server import CONTENT_FAULTS, FAULTS, StandIn, StubFallback, dead_url
 
+from engine.annotate.schemas import Candidate, EvolveRequest, LinkRequest
 from engine.config import Config
 from engine.cost import CostMeter
 from engine.errors import ConfigError, LLMBadOutput
 from engine.llm import LLMAnnotator, make_llm_annotator, prompts
 from engine.llm.client import HTTPBackend
-from engine.note import Interaction, Note, new_id
-from engine.schemas import Candidate, EvolveRequest, LinkRequest
+from engine.model.note import Interaction, Note, new_id
 
 pytest_plugins = ["conftest_llm"]
 
@@ -60,8 +60,9 @@ def _timeout_for(kind: str) -> float:
 
 
 @contextmanager
-def annotator(server_url: str, cost: CostMeter, fallback: StubFallback,
-              **overrides: Any) -> Iterator[LLMAnnotator]:
+def annotator(
+    server_url: str, cost: CostMeter, fallback: StubFallback, **overrides: Any
+) -> Iterator[LLMAnnotator]:
     config = Config(
         annotator="llm",
         llm_url=server_url,

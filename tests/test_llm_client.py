@@ -14,7 +14,7 @@ from engine.cost import CostMeter
 from engine.errors import LLMBadOutput, LLMError, LLMRetryable
 from engine.llm import prompts
 from engine.llm.client import HTTPBackend, LoopThread, TokenGate, api_base, estimate_tokens
-from engine.note import Interaction
+from engine.model.note import Interaction
 
 pytest_plugins = ["conftest_llm"]
 

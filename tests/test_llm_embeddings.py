@@ -8,8 +8,8 @@ from llm_server import StandIn, dead_url, embed
 
 from engine.config import Config
 from engine.cost import CostMeter
+from engine.encode.api import APIEncoder
 from engine.errors import ConfigError, LLMBadOutput, LLMRetryable
-from engine.llm.embeddings import APIEncoder
 
 pytest_plugins = ["conftest_llm"]
 

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-import engine.lock
+import engine.storage.lock
 from engine.errors import StoreError, StoreLocked
-from engine.lock import StoreLock, holder_pid
+from engine.storage.lock import StoreLock, holder_pid
 
 # The directory that holds the `engine` package this test imported, for the child processes.
-PACKAGE_ROOT = str(Path(engine.lock.__file__).parents[1])
+PACKAGE_ROOT = str(Path(engine.storage.lock.__file__).parents[2])
 
 CHILD = """
 import sys
 from pathlib import Path
 from engine.errors import StoreLocked
-from engine.lock import StoreLock
+from engine.storage.lock import StoreLock
 
 mode, path = sys.argv[1], Path(sys.argv[2])
 if mode == "try":

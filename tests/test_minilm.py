@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import minilm
-from engine.encoder import Encoder
+from engine.encode import Encoder, minilm
 from engine.errors import ConfigError
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text())

@@ -58,7 +58,10 @@ def test_query_matching_only_evolved_context_finds_neighbour(mem: Memory) -> Non
 def test_batch_mates_see_each_other_in_time_order(encoder) -> None:
     mem = Memory(config=Config(), encoder=encoder)
     items = [
-        {"content": "Max the golden retriever puppy chewed my shoes again.", "timestamp": "2024-01-03T10:00:00Z"},
+        {
+            "content": "Max the golden retriever puppy chewed my shoes again.",
+            "timestamp": "2024-01-03T10:00:00Z",
+        },
         {"content": "I adopted a golden retriever puppy named Max.", "timestamp": "2024-01-01T10:00:00Z"},
     ]
     later, earlier = mem.add_many(items, tenant="t")
@@ -70,11 +73,19 @@ def test_batch_mates_see_each_other_in_time_order(encoder) -> None:
 def test_several_updates_to_one_neighbour_apply_in_timestamp_order(encoder) -> None:
     mem = Memory(config=Config(), encoder=encoder)
     root = _add(mem, "I adopted a golden retriever puppy named Max.", 1)
-    first, second = mem.add_many([
-        {"content": "Max the golden retriever puppy loves the beach at Santa Cruz.", "timestamp": "2024-01-05T10:00:00Z"},
-        {"content": "Max the golden retriever puppy learned to fetch in Golden Gate park.",
-         "timestamp": "2024-01-04T10:00:00Z"},
-    ], tenant="t")
+    first, second = mem.add_many(
+        [
+            {
+                "content": "Max the golden retriever puppy loves the beach at Santa Cruz.",
+                "timestamp": "2024-01-05T10:00:00Z",
+            },
+            {
+                "content": "Max the golden retriever puppy learned to fetch in Golden Gate park.",
+                "timestamp": "2024-01-04T10:00:00Z",
+            },
+        ],
+        tenant="t",
+    )
     history = mem.history(root, tenant="t")
     assert [v.cause for v in history] == [second, first]
     assert [v.version for v in history] == [1, 2]
@@ -84,7 +95,9 @@ def test_several_updates_to_one_neighbour_apply_in_timestamp_order(encoder) -> N
 def test_add_many_returns_ids_in_input_order_and_validates_first(mem: Memory) -> None:
     ids = mem.add_many([{"content": f"note number {i} about topic {i}"} for i in range(5)], tenant="t")
     assert len(set(ids)) == 5
-    assert [mem.get(i, tenant="t").content for i in ids] == [f"note number {i} about topic {i}" for i in range(5)]
+    assert [mem.get(i, tenant="t").content for i in ids] == [
+        f"note number {i} about topic {i}" for i in range(5)
+    ]
 
 
 def test_re_adding_a_source_id_is_skipped(mem: Memory) -> None:

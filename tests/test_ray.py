@@ -22,8 +22,8 @@ import pytest
 
 from engine import Config, Memory
 from engine.errors import ConfigError, InputError
-from engine.ingest import ingest_files
-from engine.note import Interaction
+from engine.io.ingest import ingest_files
+from engine.model.note import Interaction
 from ray_jobs.reader import parquet_items
 from ray_jobs.router import shard_of
 
@@ -33,22 +33,57 @@ pytest.importorskip("ray.data")
 from ray_jobs.cluster import worker_env  # noqa: E402
 from ray_jobs.ingest import run_ingest, split_llm_limits  # noqa: E402
 
-WORDS = ["coffee", "paris", "dog", "cat", "music", "guitar", "tennis", "nurse", "doctor", "hiking", "book", "movie", "train", "trip", "dinner", "sister", "garden", "piano", "python", "cooking", "pasta", "bike", "ocean", "mountain", "denver", "teaching", "walnut", "table"]
+WORDS = [
+    "coffee",
+    "paris",
+    "dog",
+    "cat",
+    "music",
+    "guitar",
+    "tennis",
+    "nurse",
+    "doctor",
+    "hiking",
+    "book",
+    "movie",
+    "train",
+    "trip",
+    "dinner",
+    "sister",
+    "garden",
+    "piano",
+    "python",
+    "cooking",
+    "pasta",
+    "bike",
+    "ocean",
+    "mountain",
+    "denver",
+    "teaching",
+    "walnut",
+    "table",
+]
 
 
 def write_log(path: Path, n: int, tenants: list[str], seed: int, start: int = 0) -> None:
     rng = random.Random(seed)
     with open(path, "w") as f:
         for i in range(n):
-            line = {"content": " ".join(rng.choices(WORDS, k=9)), "timestamp": 1_700_000_000 + (start + i) * 60,
-                    "speaker": rng.choice(["ann", "bob"]), "tenant": rng.choice(tenants)}
+            line = {
+                "content": " ".join(rng.choices(WORDS, k=9)),
+                "timestamp": 1_700_000_000 + (start + i) * 60,
+                "speaker": rng.choice(["ann", "bob"]),
+                "tenant": rng.choice(tenants),
+            }
             f.write(json.dumps(line) + "\n")
 
 
 def notes_by_tenant(store: Path) -> dict[str, dict[str, tuple[Any, ...]]]:
     with Memory(store, Config(read_only=True)) as mem:
-        return {t: {n.id: (n.content, sorted(n.source_ids), sorted(n.link_targets())) for n in mem.notes(t)}
-                for t in mem.tenants()}
+        return {
+            t: {n.id: (n.content, sorted(n.source_ids), sorted(n.link_targets())) for n in mem.notes(t)}
+            for t in mem.tenants()
+        }
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +100,23 @@ def test_sharded_ingest_matches_single_process(cluster: None, tmp_path: Path) ->
     write_log(files[1], 240, tenants, seed=2, start=360)
     ingest_files(files, tmp_path / "single", config=Config(), batch_size=48, progress=False)
     # max_wait_ms past the run's length: batches cut by size only, as single-process ingest cuts them.
-    report = run_ingest([str(f) for f in files], str(tmp_path / "sharded"), config=Config(), num_shards=3,
-                        max_batch=48, max_wait_ms=600_000, progress=False)
+    report = run_ingest(
+        [str(f) for f in files],
+        str(tmp_path / "sharded"),
+        config=Config(),
+        num_shards=3,
+        max_batch=48,
+        max_wait_ms=600_000,
+        progress=False,
+    )
     single, sharded = notes_by_tenant(tmp_path / "single"), notes_by_tenant(tmp_path / "sharded")
     assert sorted(sharded) == tenants
     assert sharded == single
     assert report["records"] == 600 and report["restarts"] == 0
     assert report["notes"] == sum(len(v) for v in single.values())
-    assert any(targets for notes in single.values() for _, _, targets in notes.values())  # links were compared
+    assert any(
+        targets for notes in single.values() for _, _, targets in notes.values()
+    )  # links were compared
     per_shard = {s["shard"]: s["tenants"] for s in report["shards"] if s["tenants"]}
     assert per_shard == Counter(shard_of(t, 3) for t in tenants)
 
@@ -93,8 +137,16 @@ def test_killed_shard_restarts_and_loses_nothing(cluster: None, tmp_path: Path) 
 
     def job() -> None:
         try:
-            result["report"] = run_ingest([str(log)], str(tmp_path / "s"), config=Config(), num_shards=2,
-                                          max_batch=24, max_wait_ms=50, progress=False, job_name="killtest")
+            result["report"] = run_ingest(
+                [str(log)],
+                str(tmp_path / "s"),
+                config=Config(),
+                num_shards=2,
+                max_batch=24,
+                max_wait_ms=50,
+                progress=False,
+                job_name="killtest",
+            )
         except BaseException as exc:  # handed to the test thread, which raises it
             result["error"] = exc
 
@@ -107,8 +159,12 @@ def test_killed_shard_restarts_and_loses_nothing(cluster: None, tmp_path: Path) 
     if "error" in result:
         raise result["error"]
     assert result["report"]["restarts"] >= 1
-    stored = Counter(s for notes in notes_by_tenant(tmp_path / "s").values() for _, sources, _ in notes.values()
-                     for s in sources)
+    stored = Counter(
+        s
+        for notes in notes_by_tenant(tmp_path / "s").values()
+        for _, sources, _ in notes.values()
+        for s in sources
+    )
     expected = {rec.interaction.source_id for rec in _read(log)}
     assert set(stored) == expected  # nothing lost
     assert max(stored.values()) == 1  # nothing doubled
@@ -129,7 +185,7 @@ def _wait_for_progress(name: str, thread: threading.Thread) -> Any:
 
 
 def _read(path: Path) -> list[Any]:
-    from engine.chatlog import read_chatlog
+    from engine.io.chatlog import read_chatlog
 
     with read_chatlog(path) as reader:
         return list(reader)
@@ -144,8 +200,9 @@ def test_bad_record_fails_the_run_before_any_write_or_is_skipped(cluster: None, 
     with pytest.raises(InputError, match=r"a\.jsonl:3.*timestamp"):
         run_ingest([str(log)], str(tmp_path / "s"), config=Config(), num_shards=2, progress=False)
     assert not (tmp_path / "s" / "tenants").exists()
-    report = run_ingest([str(log)], str(tmp_path / "s"), config=Config(), num_shards=2, on_error="skip",
-                        progress=False)
+    report = run_ingest(
+        [str(log)], str(tmp_path / "s"), config=Config(), num_shards=2, on_error="skip", progress=False
+    )
     assert report["records"] == 20 and report["rejected"] == 1 and report["notes"] == 20
 
 
@@ -154,8 +211,16 @@ def test_shard_worker_acks_a_delivery_only_when_all_of_it_is_written(tmp_path: P
     from ray_jobs.shard import ShardWorker
 
     rng = random.Random(6)
-    rows = [to_row(Interaction(" ".join(rng.choices(WORDS, k=8)), datetime(2024, 1, 1, tzinfo=UTC), "ann", {},
-                               f"src{i}"), "t", "default") for i in range(30)]
+    rows = [
+        to_row(
+            Interaction(
+                " ".join(rng.choices(WORDS, k=8)), datetime(2024, 1, 1, tzinfo=UTC), "ann", {}, f"src{i}"
+            ),
+            "t",
+            "default",
+        )
+        for i in range(30)
+    ]
     worker = ShardWorker(0, str(tmp_path / "s"), Config(), max_batch=16, max_wait_ms=600_000)
     worker.submit(0, "t", rows, cursor=0)
     _until(lambda: worker.status(0).num_records == 16)  # one full batch written, the rest waits for more
@@ -175,8 +240,12 @@ def _until(check: Any, timeout_s: float = 60.0) -> None:
 
 
 def test_llm_limit_is_split_across_shards() -> None:
-    llm = Config(annotator="llm", llm_url="http://127.0.0.1:9/v1", llm_max_in_flight=64,
-                 llm_max_tokens_in_flight=100_000)
+    llm = Config(
+        annotator="llm",
+        llm_url="http://127.0.0.1:9/v1",
+        llm_max_in_flight=64,
+        llm_max_tokens_in_flight=100_000,
+    )
     shard = split_llm_limits(llm, 3)
     assert (shard.llm_max_in_flight, shard.llm_max_tokens_in_flight) == (21, 33_333)
     assert 3 * shard.llm_max_in_flight <= llm.llm_max_in_flight
@@ -188,26 +257,38 @@ def test_llm_limit_is_split_across_shards() -> None:
 
 
 def test_tenants_hash_to_shards_stably() -> None:
-    assert [shard_of(t, 4) for t in ("alice", "bob", "carol")] == [shard_of(t, 4) for t in ("alice", "bob", "carol")]
+    assert [shard_of(t, 4) for t in ("alice", "bob", "carol")] == [
+        shard_of(t, 4) for t in ("alice", "bob", "carol")
+    ]
     assert {shard_of(f"tenant{i}", 4) for i in range(100)} == {0, 1, 2, 3}
 
 
 def test_parquet_rows_are_checked_and_get_stable_ids(tmp_path: Path) -> None:
     path = tmp_path / "log.parquet"
-    table = pa.table({"content": ["hello there", "", "bye"], "timestamp": ["2024-01-01T00:00:00Z"] * 3,
-                      "speaker": ["ann", "bob", None], "tenant": ["t1", "t1", None],
-                      "metadata": ['{"k": 1}', None, None]})
+    table = pa.table(
+        {
+            "content": ["hello there", "", "bye"],
+            "timestamp": ["2024-01-01T00:00:00Z"] * 3,
+            "speaker": ["ann", "bob", None],
+            "tenant": ["t1", "t1", None],
+            "metadata": ['{"k": 1}', None, None],
+        }
+    )
     pq.write_table(table, path)
     items = list(parquet_items(path))
     assert isinstance(items[1], InputError) and items[1].field == "content" and "row 2" in str(items[1])
     (first, tenant), (third, none) = items[0], items[2]  # type: ignore[misc]
     assert tenant == "t1" and none is None and first.metadata == {"k": 1}
     assert first.source_id.startswith("log.parquet:row1:")
-    assert [i[0].source_id for i in parquet_items(path) if not isinstance(i, InputError)] == \
-        [first.source_id, third.source_id]
+    assert [i[0].source_id for i in parquet_items(path) if not isinstance(i, InputError)] == [
+        first.source_id,
+        third.source_id,
+    ]
 
 
-@pytest.mark.skipif(not hasattr(Memory, "refresh"), reason="needs Memory.refresh: read-only replicas follow the writer")
+@pytest.mark.skipif(
+    not hasattr(Memory, "refresh"), reason="needs Memory.refresh: read-only replicas follow the writer"
+)
 def test_ray_serve_replicas_serve_the_same_app(cluster: None, tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -223,20 +304,28 @@ def test_ray_serve_replicas_serve_the_same_app(cluster: None, tmp_path: Path) ->
     try:
         serve.run(build(tmp_path / "store", keys, replicas=2), name="amem", route_prefix="/")
         url, alice = f"http://127.0.0.1:{port}", {"Authorization": "Bearer " + "k" * 20}
-        r = httpx.post(f"{url}/v1/memories", headers=alice, timeout=60,
-                       json={"memories": [{"content": "Maya adopted a cat named Miso", "speaker": "maya"}]})
+        r = httpx.post(
+            f"{url}/v1/memories",
+            headers=alice,
+            timeout=60,
+            json={"memories": [{"content": "Maya adopted a cat named Miso", "speaker": "maya"}]},
+        )
         assert r.status_code == 201, r.text
         [note] = r.json()["ids"]
 
         def top(_: int) -> str:  # many at once: both replicas answer, queries share encoder batches
-            hits = httpx.post(f"{url}/v1/search", headers=alice, json={"query": "cat Miso"}, timeout=60).json()
+            hits = httpx.post(
+                f"{url}/v1/search", headers=alice, json={"query": "cat Miso"}, timeout=60
+            ).json()
             return str(hits["hits"][0]["note"]["id"])
 
         with ThreadPoolExecutor(16) as pool:
             assert set(pool.map(top, range(64))) == {note}
         bob = {"Authorization": "Bearer " + "b" * 20}
         assert httpx.get(f"{url}/v1/memories/{note}", headers=bob, timeout=60).status_code == 404
-        assert httpx.get(f"{url}/v1/memories/{note}", headers={"Authorization": "Bearer x"}).status_code == 401
+        assert (
+            httpx.get(f"{url}/v1/memories/{note}", headers={"Authorization": "Bearer x"}).status_code == 401
+        )
         assert httpx.post(f"{url}/v1/search", headers=alice, json={"k": 1}).status_code == 422
         assert httpx.delete(f"{url}/v1/memories/{note}", headers=alice, timeout=60).status_code == 204
         assert httpx.get(f"{url}/v1/memories/{note}", headers=alice, timeout=60).status_code == 404

@@ -14,8 +14,11 @@ def test_readme_python_example_runs(encoder, monkeypatch) -> None:
     block = re.search(r"```python\n(.*?)```", README.read_text(), re.S)
     assert block is not None
     real = engine.memory.make_encoder
-    monkeypatch.setattr(engine.memory, "make_encoder", lambda config: encoder if config.encoder == "wordllama"
-                        else real(config))
+    monkeypatch.setattr(
+        engine.memory,
+        "make_encoder",
+        lambda config: encoder if config.encoder == "wordllama" else real(config),
+    )
     scope: dict[str, object] = {}
     exec(compile(block.group(1), str(README), "exec"), scope)  # noqa: S102 - our own README
     hits = scope["hits"]

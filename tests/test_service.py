@@ -70,9 +70,15 @@ def client(url: str, key: str | None) -> httpx.Client:
 
 
 def add(c: httpx.Client, *contents: str) -> list[str]:
-    r = c.post("/v1/memories", json={"memories": [{"content": x, "speaker": "maya",
-                                                   "timestamp": f"2024-01-0{i + 1}T10:00:00Z"}
-                                                  for i, x in enumerate(contents)]})
+    r = c.post(
+        "/v1/memories",
+        json={
+            "memories": [
+                {"content": x, "speaker": "maya", "timestamp": f"2024-01-0{i + 1}T10:00:00Z"}
+                for i, x in enumerate(contents)
+            ]
+        },
+    )
     assert r.status_code == 201, r.text
     return r.json()["ids"]
 
@@ -86,9 +92,19 @@ def test_add_search_get_history_delete(base_url: str) -> None:
         assert hits[0]["note"]["id"] == one and hits[0]["note"]["content"].startswith("I adopted")
         assert c.get(f"/v1/memories/{one}").json()["speaker"] == "maya"
         # The same words again from the same speaker merge into the first note: a version in its history.
-        again = c.post("/v1/memories", json={"memories": [
-            {"content": "I adopted a cat named Miso from the shelter.", "speaker": "maya",
-             "timestamp": "2024-02-01T10:00:00Z", "source_id": "repeat-1"}]}).json()["ids"]
+        again = c.post(
+            "/v1/memories",
+            json={
+                "memories": [
+                    {
+                        "content": "I adopted a cat named Miso from the shelter.",
+                        "speaker": "maya",
+                        "timestamp": "2024-02-01T10:00:00Z",
+                        "source_id": "repeat-1",
+                    }
+                ]
+            },
+        ).json()["ids"]
         assert again == [one]
         history = c.get(f"/v1/memories/{one}/history").json()
         assert history["id"] == one and [v["stage"] for v in history["versions"]] == ["merge"]
@@ -131,7 +147,9 @@ def test_malformed_body_is_422_naming_the_field(base_url: str) -> None:
     with client(base_url, ALICE) as c:
         assert ["body", "query"] in _error_fields(c.post("/v1/search", json={"k": 3}))
         assert ["body", "k"] in _error_fields(c.post("/v1/search", json={"query": "x", "k": 0}))
-        assert ["body", "as_of"] in _error_fields(c.post("/v1/search", json={"query": "x", "as_of": "last week"}))
+        assert ["body", "as_of"] in _error_fields(
+            c.post("/v1/search", json={"query": "x", "as_of": "last week"})
+        )
         bad_time = {"memories": [{"content": "ok"}, {"content": "hi", "timestamp": "yesterday"}]}
         assert ["body", "memories", 1, "timestamp"] in _error_fields(c.post("/v1/memories", json=bad_time))
         typo = {"memories": [{"contnt": "hi"}]}
@@ -160,7 +178,9 @@ def test_health_and_openapi_docs(base_url: str) -> None:
     assert httpx.get(f"{base_url}/healthz").json() == {"status": "ok"}
     assert httpx.get(f"{base_url}/docs").status_code == 200
     paths = httpx.get(f"{base_url}/openapi.json").json()["paths"]
-    assert {"/v1/memories", "/v1/search", "/v1/memories/{note_id}", "/v1/memories/{note_id}/history"} <= set(paths)
+    assert {"/v1/memories", "/v1/search", "/v1/memories/{note_id}", "/v1/memories/{note_id}/history"} <= set(
+        paths
+    )
 
 
 def test_no_keys_file_only_on_loopback(tmp_path: Path) -> None:
@@ -173,8 +193,18 @@ def test_amem_serve_subprocess(tmp_path: Path, keys_file: Path) -> None:
     port = sock.getsockname()[1]
     sock.close()  # the child binds it; a race with another process taking the port is harmless here
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "engine.cli", "serve", "--store", str(tmp_path / "s"), "--keys", str(keys_file),
-           "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "engine.cli",
+        "serve",
+        "--store",
+        str(tmp_path / "s"),
+        "--keys",
+        str(keys_file),
+        "--port",
+        str(port),
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         _wait_healthy(f"http://127.0.0.1:{port}")

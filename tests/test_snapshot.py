@@ -17,8 +17,13 @@ QUERIES = ["What is the name of the dog?", "Where does Bob work?", "travel plans
 
 
 def _fill(mem: Memory, tenant: str = "t") -> list[str]:
-    return mem.add_many([{"content": c, "speaker": s, "timestamp": f"2024-02-0{i + 1}T12:00:00Z"}
-                         for i, (c, s) in enumerate(LINES)], tenant=tenant)
+    return mem.add_many(
+        [
+            {"content": c, "speaker": s, "timestamp": f"2024-02-0{i + 1}T12:00:00Z"}
+            for i, (c, s) in enumerate(LINES)
+        ],
+        tenant=tenant,
+    )
 
 
 def _results(mem: Memory, tenant: str = "t") -> list[list[tuple[str, float]]]:
@@ -62,7 +67,8 @@ def test_snapshot_is_parquet_with_vectors(store, encoder) -> None:
     table = pq.read_table(snap / "notes.parquet")
     assert table.num_rows == len(LINES)
     assert {"content", "keywords", "tags", "context", "links", "valid_at", "invalid_at", "embedding"} <= set(
-        table.column_names)
+        table.column_names
+    )
     assert len(table.column("embedding")[0]) == encoder.dim
 
 

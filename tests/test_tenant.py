@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import InputError, TenantError
-from engine.tenant import MAX_TENANT_CHARS, tenant_dir, validate_tenant
+from engine.model.tenant_name import MAX_TENANT_CHARS, tenant_dir, validate_tenant
 
 RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 

@@ -9,7 +9,9 @@ from engine import Config, Memory
 
 def test_idle_tenants_are_closed_and_reopen_with_their_notes(store, encoder) -> None:
     with Memory(store, Config(max_open_tenants=2), encoder=encoder) as mem:
-        ids = {f"t{i}": mem.add(f"tenant {i} keeps a pet iguana named Iggy{i}", tenant=f"t{i}") for i in range(6)}
+        ids = {
+            f"t{i}": mem.add(f"tenant {i} keeps a pet iguana named Iggy{i}", tenant=f"t{i}") for i in range(6)
+        }
         assert len(mem._tenants) == 2  # the four least recently used were snapshotted and closed
         for name, nid in ids.items():
             assert mem.get(nid, tenant=name).content.endswith(f"Iggy{name[1:]}")

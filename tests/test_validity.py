@@ -10,25 +10,38 @@ import pytest
 from engine import Config, Memory
 from engine.errors import NotFound
 
-FILLER = ["I watched a documentary about whales last night.", "The new bakery downtown has great croissants.",
-          "My laptop battery keeps dying.", "We played board games until midnight."]
+FILLER = [
+    "I watched a documentary about whales last night.",
+    "The new bakery downtown has great croissants.",
+    "My laptop battery keeps dying.",
+    "We played board games until midnight.",
+]
 
 
 def _seed(mem: Memory, old: str, speaker: str = "Alice") -> str:
-    mem.add_many([{"content": f, "speaker": speaker, "timestamp": f"2023-01-0{i + 1}T09:00:00Z"}
-                  for i, f in enumerate(FILLER)], tenant="t")
+    mem.add_many(
+        [
+            {"content": f, "speaker": speaker, "timestamp": f"2023-01-0{i + 1}T09:00:00Z"}
+            for i, f in enumerate(FILLER)
+        ],
+        tenant="t",
+    )
     return mem.add(old, tenant="t", speaker=speaker, timestamp="2023-02-01T09:00:00Z")
 
 
 def test_moved_supersedes_lived_and_as_of_sees_the_past(mem: Memory) -> None:
     old = _seed(mem, "I live in New York.")
-    new = mem.add("I moved to Seattle last month.", tenant="t", speaker="Alice", timestamp="2023-06-01T09:00:00Z")
+    new = mem.add(
+        "I moved to Seattle last month.", tenant="t", speaker="Alice", timestamp="2023-06-01T09:00:00Z"
+    )
     retired = mem.get(old, tenant="t")
     assert retired.invalid_at == datetime(2023, 6, 1, 9, tzinfo=UTC) and retired.superseded_by == new
     assert retired.expired_at is not None and mem.history(old, "t")[-1].stage == "supersede"
     now = [h.note.id for h in mem.search("Where does Alice live?", tenant="t", k=5)]
     assert now[0] == new and old not in now
-    then = [h.note.id for h in mem.search("Where does Alice live?", tenant="t", k=5, as_of="2023-03-01T00:00:00Z")]
+    then = [
+        h.note.id for h in mem.search("Where does Alice live?", tenant="t", k=5, as_of="2023-03-01T00:00:00Z")
+    ]
     assert then[0] == old and new not in then
     every = mem.search("Where does Alice live?", tenant="t", k=5, include_superseded=True)
     flags = {h.note.id: h.is_superseded for h in every}
@@ -55,7 +68,9 @@ def test_other_speaker_does_not_supersede(mem: Memory) -> None:
 
 
 def test_rollback_restores_text_fields_and_vector(mem: Memory) -> None:
-    nid = mem.add("I adopted a golden retriever puppy named Max.", tenant="t", timestamp="2024-01-01T00:00:00Z")
+    nid = mem.add(
+        "I adopted a golden retriever puppy named Max.", tenant="t", timestamp="2024-01-01T00:00:00Z"
+    )
     state = mem._tenants["t"].state
     v1_vec, v1 = state.vector(nid), mem.get(nid, "t")
     mem.update(nid, tenant="t", context="A note about a dog and a lake", keywords=["dog", "lake"])
@@ -76,10 +91,16 @@ def test_invalidate_hides_from_default_search(mem: Memory) -> None:
 
 
 def test_near_duplicate_is_merged_with_occurrences(mem: Memory) -> None:
-    first = mem.add("I love hiking in the mountains!", tenant="t", speaker="Alice", timestamp=1_700_000_000,
-                    source_id="a")
-    again = mem.add("I love hiking in the mountains!!", tenant="t", speaker="Alice", timestamp=1_700_100_000,
-                    source_id="b")
+    first = mem.add(
+        "I love hiking in the mountains!", tenant="t", speaker="Alice", timestamp=1_700_000_000, source_id="a"
+    )
+    again = mem.add(
+        "I love hiking in the mountains!!",
+        tenant="t",
+        speaker="Alice",
+        timestamp=1_700_100_000,
+        source_id="b",
+    )
     other = mem.add("I love hiking in the mountains!", tenant="t", speaker="Bob", timestamp=1_700_200_000)
     note = mem.get(first, "t")
     assert again == first and other != first

@@ -17,12 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import engine.wal
+import engine.storage.wal
 from engine.errors import CorruptStore, InputError, ReadOnlyStore, StoreError
-from engine.wal import WriteAheadLog, decode_vector, encode_vector
-from engine.walformat import HEADER_SIZE
+from engine.model.records import decode_vector, encode_vector
+from engine.storage.wal import WriteAheadLog
+from engine.storage.walformat import HEADER_SIZE
 
-PACKAGE_ROOT = str(Path(engine.wal.__file__).parents[1])
+PACKAGE_ROOT = str(Path(engine.storage.wal.__file__).parents[2])
 
 
 def _write_groups(path: Path, groups: list[list[dict[str, Any]]]) -> list[int]:
@@ -352,7 +353,7 @@ def test_closed_log_refuses_work(tmp_path: Path) -> None:
 CRASHER = """
 import sys
 from pathlib import Path
-from engine.wal import WriteAheadLog
+from engine.storage.wal import WriteAheadLog
 wal = WriteAheadLog(Path(sys.argv[1]))
 i = 0
 while True:

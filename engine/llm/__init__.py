@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.annotator import Annotator
+from engine.annotate.protocol import Annotator
 from engine.config import Config
 from engine.cost import CostMeter
 from engine.errors import ConfigError

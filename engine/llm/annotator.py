@@ -15,14 +15,14 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from engine.annotator import Annotator
+from engine.annotate.protocol import Annotator
+from engine.annotate.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
 from engine.config import Config
 from engine.cost import CostMeter
 from engine.errors import LLMBadOutput, LLMError
 from engine.llm import prompts
 from engine.llm.prompts import Prompt
-from engine.note import Interaction
-from engine.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
+from engine.model.note import Interaction
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class Backend(Protocol):
 
 
 class LLMAnnotator:
-    """Implements `engine.annotator.Annotator` over a `Backend`."""
+    """Implements `engine.annotate.protocol.Annotator` over a `Backend`."""
 
     def __init__(self, backend: Backend, config: Config, cost: CostMeter, fallback: Annotator) -> None:
         self.name = backend.name

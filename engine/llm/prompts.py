@@ -12,9 +12,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from engine.annotate.schemas import (
+    Annotation,
+    Candidate,
+    EvolveRequest,
+    LinkChoice,
+    LinkRequest,
+    NeighbourUpdate,
+)
 from engine.errors import LLMBadOutput
-from engine.note import Interaction, Note, clip
-from engine.schemas import Annotation, Candidate, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
+from engine.model.note import Interaction, Note, clip
 
 PROMPT_VERSION = "amem-prompts-3"
 NEIGHBOUR_CHARS = 1000

@@ -33,9 +33,8 @@ from fastapi.responses import JSONResponse
 
 from engine.config import Config
 from engine.errors import InputError, LLMError, NotFound, StoreError, StoreLocked
-from engine.interactions import to_interaction
 from engine.memory import Memory
-from engine.note import Hit, Interaction, Note, NoteVersion
+from engine.model.note import Hit, Interaction, Note, NoteVersion
 from engine.service.keys import KeyStore
 from engine.service.schemas import (
     AddRequest,
@@ -51,6 +50,7 @@ from engine.service.schemas import (
     note_out,
     version_out,
 )
+from engine.write.validate import to_interaction
 
 log = logging.getLogger("amem.service")
 OPEN_TENANT_HEADER = "X-Amem-Tenant"
@@ -64,8 +64,15 @@ class Backend(Protocol):
 
     def add_interactions(self, interactions: list[Interaction], tenant: str = ...) -> list[str]: ...
 
-    def search(self, query: str, tenant: str = ..., k: int = ..., as_of: Any = ...,
-               include_superseded: bool = ..., expand_links: bool | None = ...) -> list[Hit]: ...
+    def search(
+        self,
+        query: str,
+        tenant: str = ...,
+        k: int = ...,
+        as_of: Any = ...,
+        include_superseded: bool = ...,
+        expand_links: bool | None = ...,
+    ) -> list[Hit]: ...
 
     def get(self, note_id: str, tenant: str = ...) -> Note: ...
 
@@ -90,8 +97,12 @@ def create_app(store: Path, keys: Path | None, memory: Backend | None = None) ->
         if owned:
             backend.close()
 
-    app = FastAPI(title="amem recall service", version="1", lifespan=lifespan,
-                  description="Agentic memory (A-MEM) notes per tenant: add, hybrid search, history, delete.")
+    app = FastAPI(
+        title="amem recall service",
+        version="1",
+        lifespan=lifespan,
+        description="Agentic memory (A-MEM) notes per tenant: add, hybrid search, history, delete.",
+    )
     app.state.backend, app.state.keys = backend, key_store
     app.include_router(_router)
     _add_error_handlers(app)
@@ -143,11 +154,15 @@ async def _backend(request: Request) -> Backend:
 
 
 async def _read(request: Request, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=request.app.state.reads)
+    return await anyio.to_thread.run_sync(
+        functools.partial(fn, *args, **kwargs), limiter=request.app.state.reads
+    )
 
 
 async def _write(request: Request, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=request.app.state.writes)
+    return await anyio.to_thread.run_sync(
+        functools.partial(fn, *args, **kwargs), limiter=request.app.state.writes
+    )
 
 
 Tenant = Annotated[str, Depends(_tenant)]
@@ -169,14 +184,24 @@ def _interaction(item: MemoryIn, index: int) -> Interaction:
         return to_interaction(item.model_dump(), where=f"memories[{index}]")
     except InputError as exc:
         loc = ("body", "memories", index, *([exc.field] if exc.field else []))
-        raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": str(exc), "input": None}]) from exc
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": loc, "msg": str(exc), "input": None}]
+        ) from exc
 
 
 @_router.post("/v1/search", response_model=SearchResponse, tags=["memories"])
 async def search(body: SearchRequest, tenant: Tenant, mem: Mem, request: Request) -> SearchResponse:
     """Hybrid (dense + BM25) recall with optional 1-hop link expansion, at a point in time if as_of is set."""
-    hits = await _read(request, mem.search, body.query, tenant=tenant, k=body.k, as_of=body.as_of,
-                       include_superseded=body.include_superseded, expand_links=body.expand_links)
+    hits = await _read(
+        request,
+        mem.search,
+        body.query,
+        tenant=tenant,
+        k=body.k,
+        as_of=body.as_of,
+        include_superseded=body.include_superseded,
+        expand_links=body.expand_links,
+    )
     return SearchResponse(hits=[hit_out(h) for h in hits])
 
 
@@ -242,7 +267,9 @@ def _not_found(_: Request, exc: NotFound) -> JSONResponse:
 def _store_error(request: Request, exc: StoreError) -> JSONResponse:
     log.error("%s %s: %s", request.method, request.url.path, exc)
     busy = isinstance(exc, StoreLocked)
-    detail = "the tenant's store is held by another writer; retry later" if busy else "the store cannot be written"
+    detail = (
+        "the tenant's store is held by another writer; retry later" if busy else "the store cannot be written"
+    )
     return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "1"} if busy else None)
 
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConfigError, InputError
-from engine.fsutil import atomic_write_bytes
-from engine.tenant import validate_tenant
+from engine.model.tenant_name import validate_tenant
+from engine.storage.fsutil import atomic_write_bytes
 
 HASHED = "sha256:"
 MIN_KEY_CHARS = 16
@@ -42,7 +42,7 @@ def key_hash(key: str) -> str:
 
 
 def _stored_hash(entry: str) -> str:
-    return entry[len(HASHED):] if entry.startswith(HASHED) else key_hash(entry)
+    return entry[len(HASHED) :] if entry.startswith(HASHED) else key_hash(entry)
 
 
 @dataclass(slots=True)

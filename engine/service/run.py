@@ -9,12 +9,20 @@ from engine.errors import ConfigError
 from engine.service.app import create_app
 
 
-def serve(store: Path, keys: Path | None, host: str = "127.0.0.1", port: int = 8420, use_ray: bool = False,
-          replicas: int = 2) -> None:
+def serve(
+    store: Path,
+    keys: Path | None,
+    host: str = "127.0.0.1",
+    port: int = 8420,
+    use_ray: bool = False,
+    replicas: int = 2,
+) -> None:
     """Serve until interrupted. Without a keys file there is no authentication, so only on loopback."""
     if keys is None and not is_loopback(host):
-        raise ConfigError(f"without --keys the service has no authentication; refusing to listen on {host} "
-                          "(use 127.0.0.1 or give a keys file)")
+        raise ConfigError(
+            f"without --keys the service has no authentication; refusing to listen on {host} "
+            "(use 127.0.0.1 or give a keys file)"
+        )
     if use_ray:
         from ray_jobs.serve import run_ray
 

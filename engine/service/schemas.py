@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-from engine.note import Hit, Note, NoteVersion
+from engine.model.note import Hit, Note, NoteVersion
 
 MAX_ITEMS_PER_ADD = 1000
 TimeIn = StrictStr | StrictInt | StrictFloat
@@ -27,13 +27,17 @@ class MemoryIn(_Request):
     timestamp: TimeIn | None = Field(None, description="ISO-8601 or epoch seconds; default now.")
     speaker: str | None = None
     metadata: dict[str, Any] | None = None
-    source_id: str | None = Field(None, min_length=1,
-                                  description="Your stable id: adding the same source_id again is a no-op.")
+    source_id: str | None = Field(
+        None, min_length=1, description="Your stable id: adding the same source_id again is a no-op."
+    )
 
 
 class AddRequest(_Request):
-    memories: list[MemoryIn] = Field(min_length=1, max_length=MAX_ITEMS_PER_ADD,
-                                     description="One or many interactions, written as one batch.")
+    memories: list[MemoryIn] = Field(
+        min_length=1,
+        max_length=MAX_ITEMS_PER_ADD,
+        description="One or many interactions, written as one batch.",
+    )
 
 
 class AddResponse(BaseModel):
@@ -45,7 +49,9 @@ class SearchRequest(_Request):
     k: int = Field(10, ge=1, le=1000)
     as_of: TimeIn | None = Field(None, description="What was true at this time (ISO-8601 or epoch seconds).")
     include_superseded: bool = False
-    expand_links: bool | None = Field(None, description="Add linked notes of strong hits (default: server config).")
+    expand_links: bool | None = Field(
+        None, description="Add linked notes of strong hits (default: server config)."
+    )
 
 
 class LinkOut(BaseModel):
@@ -110,12 +116,23 @@ class KeyOut(BaseModel):
 
 def note_out(note: Note) -> NoteOut:
     return NoteOut(
-        id=note.id, content=note.content, speaker=note.speaker, timestamp=note.timestamp,
-        keywords=list(note.keywords), tags=list(note.tags), context=note.context,
-        links=[LinkOut(target=x.target, reason=x.reason) for x in note.links], metadata=dict(note.metadata),
-        source_ids=list(note.source_ids), version=note.version, annotated_by=note.annotated_by,
-        valid_at=note.valid_at, invalid_at=note.invalid_at, superseded_by=note.superseded_by,
-        created_at=note.created_at, updated_at=note.updated_at,
+        id=note.id,
+        content=note.content,
+        speaker=note.speaker,
+        timestamp=note.timestamp,
+        keywords=list(note.keywords),
+        tags=list(note.tags),
+        context=note.context,
+        links=[LinkOut(target=x.target, reason=x.reason) for x in note.links],
+        metadata=dict(note.metadata),
+        source_ids=list(note.source_ids),
+        version=note.version,
+        annotated_by=note.annotated_by,
+        valid_at=note.valid_at,
+        invalid_at=note.invalid_at,
+        superseded_by=note.superseded_by,
+        created_at=note.created_at,
+        updated_at=note.updated_at,
     )
 
 
@@ -124,4 +141,6 @@ def hit_out(hit: Hit) -> HitOut:
 
 
 def version_out(v: NoteVersion) -> VersionOut:
-    return VersionOut(version=v.version, stage=v.stage, cause=v.cause, changed_at=v.changed_at, note=note_out(v.note))
+    return VersionOut(
+        version=v.version, stage=v.stage, cause=v.cause, changed_at=v.changed_at, note=note_out(v.note)
+    )

@@ -1,0 +1,140 @@
+"""The embedded annotator: A-MEM's three LLM stages done offline, deterministically.
+
+- note:   keywords = salient words (frequency, proper-noun and length bonuses, no stopwords);
+          tags = the topics whose prototype sentence is closest to the content in embedding space;
+          context = one sentence naming who speaks, about what, when, under which topics.
+- note:   the context also names what the interaction replies to (the previous turn's speaker and keywords),
+          since a chat turn alone ("Yes, last Tuesday!") often says little.
+- link:   at most `max_links` of the strongest candidates; a candidate is linked when its cosine to the new note reaches `link_threshold`, or when they share
+          two or more keywords (or a proper name) and the cosine reaches `link_keyword_threshold`, or when
+          the new note supersedes the candidate's fact (engine.annotate.facts.rules).
+- evolve: every linked neighbour gains the new note's leading keywords it lacks, the new note's tags, and
+          a "Related:" clause in its context naming the new note's topic and date (the newest two kept);
+          it is marked superseded when engine.annotate.facts.rules says the new note replaces its fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+import engine.annotate.facts.rules as facts
+from engine.annotate.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
+from engine.config import Config
+from engine.encode import Encoder
+from engine.model.note import Interaction, Note, clip
+from engine.text import keywords, stem
+
+TOPICS: dict[str, str] = {
+    "work": "job, career, office, boss, colleagues, working, salary, promotion",
+    "family": "family, parents, mother, father, kids, children, siblings, brother, sister",
+    "relationships": "relationship, partner, dating, boyfriend, girlfriend, marriage, wedding, love",
+    "friends": "friends, friendship, hanging out with friends, social life",
+    "health": "health, doctor, illness, hospital, medicine, therapy, injury, mental health",
+    "fitness": "exercise, running, gym, workout, sports, yoga, hiking, fitness",
+    "food": "food, cooking, recipe, restaurant, dinner, baking, meals, diet",
+    "travel": "travel, trip, vacation, flight, visiting another country, road trip, hotel",
+    "home": "home, house, apartment, moving, rent, neighborhood, living, city",
+    "education": "school, college, university, studying, classes, degree, exams, learning",
+    "art": "art, painting, drawing, music, concert, singing, instrument, creativity, photography",
+    "reading": "books, reading, novel, author, library, writing, poetry",
+    "pets": "pets, dog, cat, animals, puppy, adopting a pet",
+    "nature": "nature, outdoors, camping, beach, mountains, garden, park",
+    "money": "money, finance, budget, savings, buying, shopping, expenses, price",
+    "technology": "technology, computer, software, phone, apps, programming, games",
+    "emotions": "feelings, happy, sad, stressed, anxious, proud, grateful, excited",
+    "identity": "identity, gender, transgender, LGBTQ, pride, community, acceptance, belief",
+    "volunteering": "volunteering, charity, helping others, activism, community service, support group",
+    "events": "event, party, celebration, birthday, festival, meeting, appointment, schedule",
+    "plans": "plans, goals, future, dreams, hoping to, next year, aspirations",
+}
+
+
+class EmbeddedAnnotator:
+    name = "embedded"
+
+    def __init__(self, config: Config, encoder: Encoder) -> None:
+        self.config = config
+        self.encoder = encoder
+        self._topic_names = list(TOPICS)
+        self._topic_vecs = encoder.encode_batch([f"{n}: {d}" for n, d in TOPICS.items()])
+
+    # --- stage: note --------------------------------------------------------
+    def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
+        texts = [clip(item.content, self.config.max_content_chars) for item in items]
+        vecs = self.encoder.encode_batch(texts)
+        sims = vecs @ self._topic_vecs.T if len(texts) else np.zeros((0, len(self._topic_names)))
+        return [
+            self._annotate_one(item, text, row) for item, text, row in zip(items, texts, sims, strict=True)
+        ]
+
+    def _annotate_one(self, item: Interaction, text: str, topic_sims: np.ndarray) -> Annotation:
+        kws = keywords(text, self.config.max_keywords)
+        order = np.argsort(-topic_sims, kind="stable")
+        tags = [self._topic_names[i] for i in order[: self.config.max_tags] if topic_sims[i] >= 0.25][:3]
+        if not tags:
+            tags = [self._topic_names[int(order[0])]]
+        who = item.speaker or "Someone"
+        about = ", ".join(kws[:4]) or "a short remark"
+        when = item.timestamp.strftime("%d %B %Y")
+        context = f"{who} talks about {about} on {when}; topics: {', '.join(tags)}."
+        if item.previous:
+            prev_who, _, prev_text = item.previous.partition(": ")
+            context += f" In reply to {prev_who} about {', '.join(keywords(prev_text, 4)) or 'a remark'}."
+        return Annotation(keywords=kws, tags=tags, context=context, annotated_by=self.name)
+
+    # --- stage: link ----------------------------------------------------------
+    def judge_links(self, requests: Sequence[LinkRequest]) -> list[list[LinkChoice]]:
+        return [self._judge(req) for req in requests]
+
+    def _judge(self, req: LinkRequest) -> list[LinkChoice]:
+        new_kw = _stems(req.note.keywords)
+        chosen = []
+        for cand in sorted(req.candidates, key=lambda c: -c.score):
+            reason = self._link_reason(req.note, new_kw, cand.note, cand.score)
+            if reason:
+                chosen.append(LinkChoice(target=cand.note.id, reason=reason))
+        return chosen[: self.config.max_links]
+
+    def _link_reason(self, new: Note, new_kw: dict[str, str], old: Note, score: float) -> str | None:
+        replaced = facts.supersedes(old.content, old.speaker, new.content, new.speaker)
+        if replaced:
+            return f"updates fact: {replaced}"
+        shared = [new_kw[s] for s in new_kw.keys() & _stems(old.keywords).keys()]
+        if score >= self.config.link_threshold:
+            return f"similar (cosine {score:.2f})" + (
+                f"; shared: {', '.join(sorted(shared))}" if shared else ""
+            )
+        if score >= self.config.link_keyword_threshold and (len(shared) >= 2 or _has_name(shared, new)):
+            return f"shared keywords: {', '.join(sorted(shared))} (cosine {score:.2f})"
+        return None
+
+    # --- stage: evolve -----------------------------------------------------------
+    def evolve(self, requests: Sequence[EvolveRequest]) -> list[list[NeighbourUpdate]]:
+        return [[self._evolve_one(req.note, nb) for nb in req.neighbours] for req in requests]
+
+    def _evolve_one(self, new: Note, old: Note) -> NeighbourUpdate:
+        have = _stems(old.keywords)
+        gained = [k for k in new.keywords[:4] if stem(k) not in have][:2]
+        kws = (old.keywords + gained)[: self.config.max_keywords]
+        tags = list(dict.fromkeys(old.tags + new.tags))[: self.config.max_tags]
+        base, *related = old.context.split(" Related: ")
+        clause = f"{new.speaker or 'someone'} on {new.timestamp:%d %B %Y} about {', '.join(new.keywords[:3])}"
+        context = " Related: ".join([base, *related[-1:], clause])
+        replaced = facts.supersedes(old.content, old.speaker, new.content, new.speaker)
+        reason = f"superseded: {replaced}" if replaced else f"evolved by {new.id}"
+        return NeighbourUpdate(
+            target=old.id, context=context, keywords=kws, tags=tags, supersedes=bool(replaced), reason=reason
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def _stems(words: Sequence[str]) -> dict[str, str]:
+    return {stem(w.lower()): w for w in words}
+
+
+def _has_name(shared: list[str], note: Note) -> bool:
+    return any(w[:1].upper() + w[1:] in note.content for w in shared)

@@ -1,0 +1,1 @@
+"""Chat-log readers (JSONL, LoCoMo) with file:line:field errors, and bulk ingest."""

@@ -1,0 +1,1 @@
+"""Stored models: notes, links, versions, hits, interactions, the ChangeSet a write produces, and their records."""

@@ -1,0 +1,128 @@
+"""Recall: query -> dense top-N and BM25 top-N -> fused score -> optional 1-hop link expansion.
+
+Fusion: both scores are exact for the union of the two candidate lists; each is min-max normalised over
+that union, then `score = (1 - w) * dense + w * lexical` with w = Config.lexical_weight. Expansion: the
+links of hits scoring at least `expand_min_score` x the best hit join with `parent score x expand_decay`
+and a `via` naming the parent and the link's reason. Validity is a slot mask applied to both indexes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from engine.config import Config
+from engine.model.note import Hit
+from engine.model.timeutil import utcnow
+from engine.state.tenant_state import TenantMemory
+
+
+@dataclass(slots=True)
+class Recipe:
+    """How one search runs: Config gives the defaults (`from_config`), callers override per query."""
+
+    k: int
+    as_of: datetime | None
+    include_superseded: bool
+    expand_links: bool
+    lexical_weight: float
+    expand_min_score: float
+    expand_decay: float
+    recency_half_life_days: float | None
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        k: int,
+        as_of: datetime | None = None,
+        include_superseded: bool = False,
+        expand_links: bool | None = None,
+        lexical_weight: float | None = None,
+    ) -> Recipe:
+        return cls(
+            k=k,
+            as_of=as_of,
+            include_superseded=include_superseded,
+            expand_links=config.expand_links if expand_links is None else expand_links,
+            lexical_weight=config.lexical_weight if lexical_weight is None else lexical_weight,
+            expand_min_score=config.expand_min_score,
+            expand_decay=config.expand_decay,
+            recency_half_life_days=config.recency_half_life_days,
+        )
+
+
+def search(tm: TenantMemory, query_vec: np.ndarray, query: str, recipe: Recipe) -> list[Hit]:
+    mask = tm.mask(recipe.as_of, recipe.include_superseded)
+    slots, scores = fuse(tm, query_vec, query, mask, recipe)
+    hits = [Hit(note=tm.notes[tm.index.ids[s]], score=float(c)) for s, c in zip(slots, scores, strict=True)]
+    if recipe.expand_links and hits:
+        hits = expand(tm, hits, mask, recipe)
+    for hit in hits:
+        hit.is_superseded = not _valid(hit, recipe.as_of)
+    return hits[: recipe.k]
+
+
+def fuse(
+    tm: TenantMemory, query_vec: np.ndarray, query: str, mask: np.ndarray, recipe: Recipe
+) -> tuple[np.ndarray, np.ndarray]:
+    """Slots and fused scores, best first, at most k."""
+    depth = max(50, 4 * recipe.k)
+    dense_hits = tm.index.search(query_vec[None, :], depth, mask)[0]
+    w = recipe.lexical_weight
+    union = {s for s, _ in dense_hits}
+    lexical = np.zeros(0)
+    if w > 0:
+        lexical = tm.lexical.scores(query, tm.index.num_slots)
+        lexical[~mask] = 0
+        top = np.argsort(-lexical)[:depth]
+        union.update(int(s) for s in top if lexical[s] > 0)
+    if not union:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    slots = np.fromiter(union, dtype=np.int64)
+    fused = (1 - w) * _minmax(tm.index.vectors(slots) @ query_vec)
+    if w > 0:
+        fused += w * _minmax(lexical[slots])
+    if recipe.recency_half_life_days:
+        fused *= _recency(tm, slots, recipe)
+    order = np.argsort(-fused, kind="stable")[: recipe.k]
+    return slots[order], fused[order]
+
+
+def expand(tm: TenantMemory, hits: list[Hit], mask: np.ndarray, recipe: Recipe) -> list[Hit]:
+    seen = {h.note.id for h in hits}
+    best = hits[0].score
+    joined: list[Hit] = []
+    for hit in hits:
+        if hit.score < recipe.expand_min_score * best:
+            break
+        for other_id, reason in tm.neighbours_of(hit.note.id):
+            slot = tm.index.slot_of.get(other_id)
+            if other_id in seen or slot is None or not mask[slot]:
+                continue
+            seen.add(other_id)
+            joined.append(
+                Hit(
+                    note=tm.notes[other_id],
+                    score=hit.score * recipe.expand_decay,
+                    via=f"linked from {hit.note.id}: {reason}",
+                )
+            )
+    return sorted(hits + joined, key=lambda h: -h.score)
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    lo, hi = float(x.min()), float(x.max())
+    return np.ones_like(x) if hi - lo < 1e-9 else (x - lo) / (hi - lo)
+
+
+def _recency(tm: TenantMemory, slots: np.ndarray, recipe: Recipe) -> np.ndarray:
+    ref = (recipe.as_of or utcnow()).timestamp()
+    ages = np.array([ref - tm.notes[tm.index.ids[s]].timestamp.timestamp() for s in slots])
+    return np.power(0.5, np.clip(ages, 0, None) / (86400 * recipe.recency_half_life_days))  # type: ignore[operator]
+
+
+def _valid(hit: Hit, as_of: datetime | None) -> bool:
+    return hit.note.is_current if as_of is None else hit.note.is_valid_at(as_of)

@@ -1,0 +1,1 @@
+"""One tenant's in-memory state: vector index, lexical index, notes and graph, version history."""

@@ -1,0 +1,120 @@
+"""Open tenants of one Memory: opened on first use, the least recently used closed past a bound.
+
+A persistent store may hold thousands of tenants; only `Config.max_open_tenants` are resident at once
+(each closes with a snapshot and reopens from it on its next use). Callers get a tenant with its lock
+held, so an eviction can never close a tenant under a running call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.config import Config
+from engine.errors import InputError
+from engine.model.tenant_name import validate_tenant
+from engine.state.tenant_state import TenantMemory
+from engine.storage.tenant_store import TenantStorage
+
+
+@dataclass(slots=True)
+class Tenant:
+    state: TenantMemory
+    storage: TenantStorage | None
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    is_closed: bool = False
+
+
+class TenantPool:
+    def __init__(self, path: Path | None, config: Config, dim: int, encoder_name: str) -> None:
+        self.path = path
+        self.config = config
+        self.dim = dim
+        self.encoder_name = encoder_name
+        self.open: OrderedDict[str, Tenant] = OrderedDict()
+        self._lock = threading.Lock()
+        self.is_closed = False
+
+    @contextmanager
+    def use(self, name: str, create: bool = True) -> Iterator[Tenant | None]:
+        """The tenant, locked for the duration; None when it does not exist and `create` is False."""
+        name = validate_tenant(name)
+        while True:
+            t = self._get(name, create)
+            if t is None:
+                yield None
+                return
+            with t.lock:
+                if not t.is_closed:  # evicted between lookup and lock: look again
+                    yield t
+                    return
+
+    def _get(self, name: str, create: bool) -> Tenant | None:
+        with self._lock:
+            if self.is_closed:
+                raise InputError("this Memory is closed")
+            t = self.open.get(name)
+            if t is not None:
+                self.open.move_to_end(name)
+                return t
+            if not create and not self.exists_on_disk(name):
+                return None
+            t = self.open[name] = self._open(name)
+            self._evict()
+            return t
+
+    def _open(self, name: str) -> Tenant:
+        state = TenantMemory(name, self.dim, use_cuda=self.config.use_cuda)
+        storage = None
+        if self.path is not None:
+            storage = TenantStorage(self.path / "tenants", name, self.config, self.encoder_name)
+            storage.load(state)
+        return Tenant(state=state, storage=storage)
+
+    def _evict(self) -> None:
+        if self.path is None:
+            return  # an in-RAM tenant has nowhere to go
+        for name in list(self.open)[: max(0, len(self.open) - self.config.max_open_tenants)]:
+            t = self.open[name]
+            if t.lock.acquire(blocking=False):  # busy tenants stay; they are evicted on a later open
+                try:
+                    self._close(t)
+                    del self.open[name]
+                finally:
+                    t.lock.release()
+
+    @staticmethod
+    def _close(t: Tenant) -> None:
+        t.is_closed = True
+        if t.storage is not None:
+            t.storage.close(t.state)
+
+    def exists_on_disk(self, name: str) -> bool:
+        return self.path is not None and (self.path / "tenants" / name).is_dir()
+
+    def names(self) -> list[str]:
+        known = set(self.open)
+        if self.path is not None and (self.path / "tenants").exists():
+            known.update(p.name for p in (self.path / "tenants").iterdir() if p.is_dir())
+        return sorted(known)
+
+    def close(self) -> None:
+        """Close every tenant (snapshot, release its lock); raises the first failure after trying all."""
+        with self._lock:
+            if self.is_closed:
+                return
+            self.is_closed = True
+            tenants = list(self.open.values())
+        errors = []
+        for t in tenants:
+            with t.lock:
+                try:
+                    self._close(t)
+                except Exception as exc:  # every tenant gets its chance to close; the first error is raised
+                    errors.append(exc)
+        if errors:
+            raise errors[0]

@@ -1,0 +1,167 @@
+"""Durable home of one tenant: snapshot + write-ahead log + one-writer lock.
+
+Write path: `log(changes)` appends the ChangeSet as one WAL record (one fsync: group commit) before the
+caller applies it, so whatever `add` acknowledged survives a crash. `checkpoint` writes a snapshot at the
+log's sequence number and truncates the log up to the *previous* snapshot, so a damaged newest snapshot
+still has a complete fallback (previous snapshot + log).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from engine.config import Config
+from engine.errors import CorruptStore, ReadOnlyStore
+from engine.model.changes import ChangeSet
+from engine.model.records import changes_from_records, changes_to_records
+from engine.model.tenant_name import tenant_dir
+from engine.state.tenant_state import TenantMemory
+from engine.storage.lock import StoreLock
+from engine.storage.snapshot import prune_snapshots, read_snapshot, snapshots_newest_first, write_snapshot
+from engine.storage.wal import WriteAheadLog
+
+log = logging.getLogger("amem")
+
+
+class TenantStorage:
+    def __init__(self, root: Path, tenant: str, config: Config, encoder: str) -> None:
+        self.tenant = tenant
+        self.config = config
+        self.encoder = encoder
+        self.folder = tenant_dir(root, tenant)
+        self.read_only = config.read_only
+        self.problems: list[str] = []
+        self._lock: StoreLock | None = None
+        if not self.read_only:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._lock = StoreLock(self.folder / "LOCK")
+            self._lock.acquire()
+        self._wal = self._open_wal() if config.wal and self._writable_or_exists() else None
+        self.seq = 0
+        self._since_snapshot = 0
+        self._seen: tuple[tuple[int, int, int], ...] = ()
+
+    def _open_wal(self) -> WriteAheadLog | None:
+        """The log; one whose header is damaged is reported and set aside (writer) or skipped (reader)."""
+        path = self.folder / "wal.log"
+        try:
+            return WriteAheadLog(path, read_only=self.read_only)
+        except CorruptStore as exc:
+            self._problem(f"{exc}; log header damaged, opening on the snapshot alone")
+            if self.read_only:
+                return None
+            path.rename(path.with_name(f"wal.log.corrupt-{time.time_ns()}"))
+            return WriteAheadLog(path)
+
+    def _writable_or_exists(self) -> bool:
+        return not self.read_only or (self.folder / "wal.log").exists()
+
+    def load(self, tm: TenantMemory) -> TenantMemory:
+        """Newest good snapshot, then every logged ChangeSet after it."""
+        self._seen = self._signature()
+        snap_seq = self._load_snapshot(tm)
+        self.seq = snap_seq
+        if self._wal is not None:
+            if self._wal.base_seq > snap_seq:
+                self._problem(
+                    f"{self.folder / 'wal.log'}: records {snap_seq + 1}..{self._wal.base_seq} are missing "
+                    "(the snapshot that held them is damaged and the log was truncated past them)"
+                )
+            # strict=False: damage inside the log stops replay at the last whole group (reported), so the
+            # tenant opens on its last good state instead of not at all.
+            for seq, record in self._wal.replay(after_seq=snap_seq, strict=False):
+                tm.apply(changes_from_records(record["changes"]))
+                self.seq = seq
+                self._since_snapshot += 1
+            if self._wal.last_problem:
+                self._problem(f"{self.folder / 'wal.log'}: {self._wal.last_problem}")
+            # After the replay: a log damaged below the snapshot must be accepted (strict=False) before
+            # this first write may salvage it.
+            if not self.read_only and self._wal.last_seq < snap_seq:
+                self._wal.truncate(snap_seq)  # the log restarts after the snapshot, never below it
+        return tm
+
+    def refresh(self, tm: TenantMemory) -> TenantMemory:
+        """Read-only: catch up with what the writer did since the last look.
+
+        New log records are applied to `tm`; when the writer truncated its log past what this reader has
+        (a newer snapshot took those records), a fresh state is loaded and returned instead. An unchanged
+        log and manifest cost two stat calls.
+        """
+        signature = self._signature()
+        if not self.read_only or signature == self._seen:
+            return tm
+        wal_path = self.folder / "wal.log"
+        wal = WriteAheadLog(wal_path, read_only=True) if self.config.wal and wal_path.exists() else None
+        newest = snapshots_newest_first(self.folder)
+        snap_seq = int(newest[0].name.split("-")[1]) if newest else 0
+        if (wal.base_seq if wal is not None else snap_seq) > self.seq:
+            self._wal = wal
+            return self.load(tm.empty_copy())
+        self._seen = signature
+        if wal is not None:
+            self._wal = wal
+            for seq, record in wal.replay(after_seq=self.seq, strict=False):
+                tm.apply(changes_from_records(record["changes"]))
+                self.seq = seq
+        return tm
+
+    def _signature(self) -> tuple[tuple[int, int, int], ...]:
+        out = []
+        for name in ("wal.log", "manifest.json"):
+            try:
+                st = (self.folder / name).stat()
+                out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except FileNotFoundError:
+                out.append((0, 0, 0))
+        return tuple(out)
+
+    def _load_snapshot(self, tm: TenantMemory) -> int:
+        for path in snapshots_newest_first(self.folder) if self.folder.exists() else []:
+            try:
+                return read_snapshot(path, tm, self.encoder).seq
+            except CorruptStore as exc:
+                self._problem(f"{exc}; falling back to an older snapshot")
+                tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda)  # type: ignore[misc]  # drop what was half-read
+        return 0
+
+    def _problem(self, message: str) -> None:
+        log.warning("tenant %s: %s", self.tenant, message)
+        self.problems.append(message)
+
+    def log(self, changes: ChangeSet) -> None:
+        if self.read_only:
+            raise ReadOnlyStore(f"tenant {self.tenant!r} at {self.folder} is open read-only")
+        if self._wal is not None and changes:
+            self.seq = self._wal.append([{"changes": changes_to_records(changes)}])
+            self._since_snapshot += 1
+        elif changes:
+            self.seq += 1
+            self._since_snapshot += 1
+
+    def should_checkpoint(self) -> bool:
+        return self._since_snapshot >= self.config.snapshot_every
+
+    def checkpoint(self, tm: TenantMemory, purge: bool = False) -> None:
+        """Snapshot now. `purge` (after a hard delete) also drops the fallback snapshot and the whole log,
+        so no copy of deleted content stays on disk."""
+        if self.read_only or (self._since_snapshot == 0 and not purge):
+            return
+        previous = [int(p.name.split("-")[1]) for p in snapshots_newest_first(self.folder)]
+        write_snapshot(self.folder, tm, self.seq, self.encoder)
+        prune_snapshots(self.folder, keep=1 if purge else 2)
+        if self._wal is not None:
+            self._wal.truncate(upto_seq=self.seq if purge or not previous else previous[0])
+        self._since_snapshot = 0
+
+    def close(self, tm: TenantMemory | None) -> None:
+        try:
+            if tm is not None:
+                self.checkpoint(tm)
+        finally:
+            if self._wal is not None:
+                self._wal.close()
+            if self._lock is not None:
+                self._lock.release()

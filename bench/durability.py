@@ -2,7 +2,7 @@
 
     python -m bench.durability [--quick] [--rebuild]
 
-Ingest: bench/synthetic.py chat() into a fresh on-disk store, Config(wal=True) vs Config(wal=False),
+Ingest: bench/synthetic.py chat() into a fresh on-disk store, Config.of(wal=True) vs Config.of(wal=False),
 at batch 1 (one add per interaction: one fsync each) and batch 256 (one fsync per group). Only the
 add loop is timed; the closing snapshot is timed apart.
 
@@ -51,7 +51,7 @@ def _dir_bytes(path: Path) -> int:
 def ingest_rate(items: list[dict[str, Any]], batch_size: int, wal: bool, encoder: Encoder) -> dict[str, Any]:
     path = CACHE / "bench-ingest" / f"{'wal' if wal else 'nowal'}-b{batch_size}"
     shutil.rmtree(path, ignore_errors=True)
-    mem = Memory(path, Config(wal=wal), encoder=encoder)
+    mem = Memory(path, Config.of(wal=wal), encoder=encoder)
     started = time.perf_counter()
     for i in range(0, len(items), batch_size):
         mem.add_many(items[i : i + batch_size], tenant=TENANT)
@@ -105,7 +105,7 @@ def base_store(n_notes: int, encoder: Encoder, rebuild: bool) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     items = _items(n_notes * 6 // 5, seed=2, unique=True)  # a few still fold into near-duplicates
     started = time.perf_counter()
-    with Memory(path, Config(wal=False), encoder=encoder) as mem:
+    with Memory(path, Config.of(wal=False), encoder=encoder) as mem:
         for i in range(0, len(items), 1024):
             mem.add_many(items[i : i + 1024], tenant=TENANT)
             if len(mem.notes(TENANT)) >= n_notes:
@@ -119,7 +119,7 @@ _APPEND_AND_DIE = """
 import os, sys, json
 from engine import Config, Memory
 path, items = sys.argv[1], json.loads(open(sys.argv[2]).read())
-mem = Memory(path, Config(wal=True, snapshot_every=10**9))
+mem = Memory(path, Config.of(wal=True, snapshot_every=10**9))
 for item in items:
     mem.add_many([item], tenant=sys.argv[3])
 os._exit(0)  # die without close: every record stays in the log

@@ -42,7 +42,7 @@ def reembed_vs_rebuild(mem: Memory, repeats: int = 20) -> dict[str, float]:
     state = mem._tenants["bench"].state
     notes = list(state.notes.values())
     note = notes[len(notes) // 2]
-    text = note.embedding_text(mem.config.max_content_chars)
+    text = note.embedding_text(mem.config.write.max_content_chars)
     started = time.perf_counter()
     for _ in range(repeats):
         state.index.upsert([note.id], mem.encoder.encode_batch([text]))
@@ -53,7 +53,7 @@ def reembed_vs_rebuild(mem: Memory, repeats: int = 20) -> dict[str, float]:
     rebuilt.add(vectors)
     rebuild_only = time.perf_counter() - started
     started = time.perf_counter()
-    mem.encoder.encode_batch([n.embedding_text(mem.config.max_content_chars) for n in notes])
+    mem.encoder.encode_batch([n.embedding_text(mem.config.write.max_content_chars) for n in notes])
     reencode_all = time.perf_counter() - started + rebuild_only
     return {
         "notes": len(notes),

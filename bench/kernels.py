@@ -135,7 +135,7 @@ def main() -> None:
     print(f"{'n':>7} {'q':>3} {'allowed':>7} {'method':<12} {'ms':>9} {'vs faiss':>8}")
     for row in rows:
         print(
-            f"{row['n']:>7} {row['q']:>3} {row['allowed']:>7} {row['method']:<12} {row['ms']:>9.3f} {row['vs_faiss']:>8.2f}"
+            f"{row['n']:>7} {row['q']:>3} {row['allowed']:>7} {row['method']:<12} {row['ms']:>9.3f} {row['vs_faiss']:>8.2f}"  # noqa: E501
         )
     out = ROOT / "bench" / "results" / "kernels.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
     python -m bench.llm_ingest [--quick] [--latency 0.1] [--concurrency 1 16 64 256]
 
-The stand-in (tests/llm_server.py) runs in its own process and answers every request after a fixed
+The stand-in (tests/llm/llm_server.py) runs in its own process and answers every request after a fixed
 latency, like a remote vLLM whose batch is never full. Both sides ingest the same synthetic chat into
 a Memory already holding the same seed notes, so every note gets candidates and makes the same three
 calls (note, link, evolve):
@@ -34,10 +34,10 @@ SEED_NOTES = 16
 
 
 class StandInProcess:
-    """tests/llm_server.py in a subprocess, so its CPU does not compete with the client's event loop."""
+    """tests/llm/llm_server.py in a subprocess, so its CPU does not compete with the client's event loop."""
 
     def __init__(self, latency_s: float) -> None:
-        cmd = [sys.executable, str(ROOT / "tests" / "llm_server.py"), "--latency", str(latency_s)]
+        cmd = [sys.executable, str(ROOT / "tests" / "llm" / "llm_server.py"), "--latency", str(latency_s)]
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert self._proc.stdout is not None
         self.url = self._proc.stdout.readline().strip()
@@ -62,7 +62,7 @@ def _stream(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def _memory(url: str, encoder: Encoder, concurrency: int, seed: list[dict[str, Any]]) -> Memory:
-    config = Config(annotator="llm", llm_url=url, llm_max_in_flight=concurrency)
+    config = Config.of(annotator="llm", llm_url=url, llm_max_in_flight=concurrency)
     mem = Memory(config=config, encoder=encoder)
     mem.add_many(seed, tenant="bench")  # untimed: the same starting memory for both sides
     return mem

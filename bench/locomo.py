@@ -90,7 +90,7 @@ def main() -> None:
     overrides = {"k_neighbours": args.k_neighbours, "encoder": args.encoder}
     if args.lexical_weight is not None:
         overrides["lexical_weight"] = args.lexical_weight
-    config = Config(**overrides)  # type: ignore[arg-type]
+    config = Config.of(**overrides)  # type: ignore[arg-type]
     mem = Memory(config=config)
     started = time.perf_counter()
     for tenant, items in turns.items():

@@ -225,7 +225,7 @@ def _floor(store: Path, tenants: list[str], num: int, seed: int) -> dict[str, An
 
     rng = random.Random(seed + 1)
     pool = queries(2000, 0)
-    with Memory(store, Config(read_only=True)) as mem:
+    with Memory(store, Config.of(read_only=True)) as mem:
         for t in tenants:
             mem.search("warm up", tenant=t)
         times = []
@@ -302,7 +302,7 @@ def _print(r: dict[str, Any]) -> None:
     print(
         f"\nstore: {r['store']['notes']:,} notes in {len(r['store']['tenants'])} tenants; "
         f"server RSS {r['server']['rss_mb']:.0f} MiB ({r['server']['rss_bytes_per_note']:.0f} B/note), "
-        f"startup {r['server']['startup_s']:.1f} s, first search of every tenant {r['server']['warm_all_tenants_s']:.1f} s"
+        f"startup {r['server']['startup_s']:.1f} s, first search of every tenant {r['server']['warm_all_tenants_s']:.1f} s"  # noqa: E501
     )
     print(table(rows, ["path", "qps", "p50_ms", "p99_ms", "requests", "errors"]))
     for phase in (s, one):

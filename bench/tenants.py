@@ -58,7 +58,7 @@ def run(
 ) -> dict[str, object]:
     gc.collect()
     before = rss_mb()
-    mem = Memory(path, Config(max_open_tenants=max_open, wal=False), encoder=encoder)
+    mem = Memory(path, Config.of(max_open_tenants=max_open, wal=False), encoder=encoder)
     ingest_s = fill(mem, tenants, notes)
     gc.collect()
     grown = rss_mb() - before

@@ -198,7 +198,7 @@ def _stats(args: argparse.Namespace) -> int:
     from engine.io.ingest import read_cost
     from engine.memory import Memory
 
-    with Memory(args.store, Config(read_only=True)) as mem:
+    with Memory(args.store, Config.of(read_only=True)) as mem:
         stats = mem.stats()
     stats["cost"] = read_cost(args.store, stats["notes"])
     print(json.dumps(stats, indent=1, default=str))
@@ -241,7 +241,7 @@ def _demo(args: argparse.Namespace) -> int:
         "When is the dentist appointment?",
         "What does Leo do for work?",
     ]
-    with Memory(args.store, Config(read_only=True)) as mem:
+    with Memory(args.store, Config.of(read_only=True)) as mem:
         for q in questions:
             print(f"\nQ: {q}")
             for h in mem.search(q, tenant="demo", k=3):

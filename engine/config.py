@@ -1,39 +1,87 @@
-"""The one typed configuration, threaded whole through every component."""
+"""The one typed configuration: a `Config` of sections, each handed to the component it configures.
+
+    Config
+    ├── encoder: EncoderConfig   the embedding model (encode/)
+    ├── llm:     LLMConfig       the annotator and its LLM server (annotate/, llm/)
+    ├── write:   WriteConfig     linking, evolution, merges, clipping (write/)
+    ├── recall:  RecallConfig    hybrid fusion and graph expansion (recall/)
+    ├── storage: StorageConfig   log, snapshots, open tenants (storage/)
+    └── device:  Device          where FAISS and the kernels run
+
+`Config.with_(**flat)` and `Config.from_env(**flat)` also take the flat names the CLI and benches use
+(`wal=False`, `llm_url=...`, `k_neighbours=0`): `FLAT` maps each to its section's field.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any
 
 from engine.errors import ConfigError
 
-ENCODERS = ("wordllama", "minilm", "api")
-ANNOTATORS = ("embedded", "llm", "vllm")
+
+class EncoderKind(StrEnum):
+    WORDLLAMA = "wordllama"
+    """Offline, 256-d, weights inside the wheel."""
+    MINILM = "minilm"
+    """Offline all-MiniLM-L6-v2 (A-MEM's encoder), 384-d."""
+    API = "api"
+    """An OpenAI-compatible `/v1/embeddings` server."""
 
 
-@dataclass(slots=True)
-class Config:
-    # --- encoder -------------------------------------------------------------
-    encoder: str = "wordllama"
-    """'wordllama' (offline, 256-d, in the wheel), 'minilm' (offline all-MiniLM-L6-v2, 384-d) or 'api'."""
-    embed_url: str | None = None
-    embed_model: str = "default"
-    encode_batch_size: int = 512
+class AnnotatorKind(StrEnum):
+    EMBEDDED = "embedded"
+    """Deterministic offline annotator."""
+    LLM = "llm"
+    """An OpenAI-compatible server (vLLM, llama-server, ...)."""
+    VLLM = "vllm"
+    """vLLM in process."""
 
-    # --- annotator (the LLM stages) -----------------------------------------
-    annotator: str = "embedded"
-    """'embedded' (deterministic, offline), 'llm' (OpenAI-compatible server) or 'vllm' (in-process)."""
-    llm_url: str | None = None
-    llm_model: str = "default"
-    llm_api_key: str = "EMPTY"
-    llm_timeout_s: float = 60.0
-    llm_max_in_flight: int = 64
-    llm_max_tokens_in_flight: int = 262_144
-    llm_retries: int = 3
-    llm_backoff_s: float = 0.2
-    llm_max_tokens: int = 512
 
-    # --- write path -----------------------------------------------------------
+class Device(StrEnum):
+    AUTO = "auto"
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+@dataclass(slots=True, frozen=True)
+class EncoderConfig:
+    kind: EncoderKind = EncoderKind.WORDLLAMA
+    url: str | None = None
+    model: str = "default"
+    batch_size: int = 512
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _enum(EncoderKind, self.kind, "encoder"))
+        if self.kind is EncoderKind.API and not self.url:
+            raise ConfigError("encoder='api' needs embed_url (or AMEM_EMBED_URL)")
+
+
+@dataclass(slots=True, frozen=True)
+class LLMConfig:
+    annotator: AnnotatorKind = AnnotatorKind.EMBEDDED
+    url: str | None = None
+    model: str = "default"
+    api_key: str = "EMPTY"
+    timeout_s: float = 60.0
+    max_in_flight: int = 64
+    max_tokens_in_flight: int = 262_144
+    retries: int = 3
+    backoff_s: float = 0.2
+    max_tokens: int = 512
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "annotator", _enum(AnnotatorKind, self.annotator, "annotator"))
+        if self.annotator is AnnotatorKind.LLM and not self.url:
+            raise ConfigError("annotator='llm' needs llm_url (or AMEM_LLM_URL)")
+        if self.max_in_flight < 1 or self.retries < 0:
+            raise ConfigError("llm_max_in_flight must be >= 1 and llm_retries >= 0")
+
+
+@dataclass(slots=True, frozen=True)
+class WriteConfig:
     k_neighbours: int = 10
     """Candidates offered to the link judge for every new note (A-MEM's k)."""
     link_threshold: float = 0.75
@@ -51,7 +99,17 @@ class Config:
     max_content_chars: int = 8000
     """Content past this is stored whole but truncated, with a marker, for the encoder and the LLM."""
 
-    # --- recall ---------------------------------------------------------------
+    def __post_init__(self) -> None:
+        if self.k_neighbours < 0:
+            raise ConfigError("k_neighbours must be >= 0")
+        if not 0.0 < self.dedup_threshold <= 1.0:
+            raise ConfigError("dedup_threshold must be in (0, 1]")
+        if self.max_content_chars < 64:
+            raise ConfigError("max_content_chars must be >= 64")
+
+
+@dataclass(slots=True, frozen=True)
+class RecallConfig:
     lexical_weight: float = 0.7
     """Weight of BM25 in the hybrid score (0 = dense only)."""
     expand_links: bool = True
@@ -60,7 +118,13 @@ class Config:
     expand_decay: float = 0.5
     recency_half_life_days: float | None = None
 
-    # --- storage ----------------------------------------------------------------
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.lexical_weight <= 1.0:
+            raise ConfigError("lexical_weight must be in [0, 1]")
+
+
+@dataclass(slots=True, frozen=True)
+class StorageConfig:
     wal: bool = True
     snapshot_every: int = 50_000
     """Log records after which the store writes a fresh snapshot and truncates the log."""
@@ -68,45 +132,57 @@ class Config:
     max_open_tenants: int = 1024
     """Tenants of a persistent store kept in RAM at once; the least recently used is closed past this."""
 
-    # --- device -------------------------------------------------------------
-    device: str = "auto"
-    """'auto' uses CUDA (FAISS GPU / torch kernels) when present, else CPU."""
-    extra: dict[str, str] = field(default_factory=dict)
-
     def __post_init__(self) -> None:
-        if self.encoder not in ENCODERS:
-            raise ConfigError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
-        if self.annotator not in ANNOTATORS:
-            raise ConfigError(f"annotator must be one of {ANNOTATORS}, got {self.annotator!r}")
-        if self.annotator == "llm" and not self.llm_url:
-            raise ConfigError("annotator='llm' needs llm_url (or AMEM_LLM_URL)")
-        if self.encoder == "api" and not self.embed_url:
-            raise ConfigError("encoder='api' needs embed_url (or AMEM_EMBED_URL)")
-        if self.k_neighbours < 0:
-            raise ConfigError("k_neighbours must be >= 0")
-        if not 0.0 < self.dedup_threshold <= 1.0:
-            raise ConfigError("dedup_threshold must be in (0, 1]")
-        if not 0.0 <= self.lexical_weight <= 1.0:
-            raise ConfigError("lexical_weight must be in [0, 1]")
-        if self.llm_max_in_flight < 1 or self.llm_retries < 0:
-            raise ConfigError("llm_max_in_flight must be >= 1 and llm_retries >= 0")
         if self.max_open_tenants < 1:
             raise ConfigError("max_open_tenants must be >= 1")
-        if self.max_content_chars < 64:
-            raise ConfigError("max_content_chars must be >= 64")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ConfigError("device must be 'auto', 'cpu' or 'cuda'")
+
+
+_SECTIONS = {
+    "encoder": EncoderConfig,
+    "llm": LLMConfig,
+    "write": WriteConfig,
+    "recall": RecallConfig,
+    "storage": StorageConfig,
+}
+FLAT: dict[str, tuple[str, str]] = {
+    "encoder": ("encoder", "kind"),
+    "embed_url": ("encoder", "url"),
+    "embed_model": ("encoder", "model"),
+    "encode_batch_size": ("encoder", "batch_size"),
+    "annotator": ("llm", "annotator"),
+    **{f"llm_{f.name}": ("llm", f.name) for f in fields(LLMConfig) if f.name != "annotator"},
+    **{f.name: (s, f.name) for s in ("write", "recall", "storage") for f in fields(_SECTIONS[s])},
+}
+"""Flat name -> (section, field)."""
+
+
+@dataclass(slots=True, frozen=True)
+class Config:
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    write: WriteConfig = field(default_factory=WriteConfig)
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    device: Device = Device.AUTO
+    """AUTO uses CUDA (FAISS GPU / torch kernels) when present, else CPU."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device", _enum(Device, self.device, "device"))
 
     @classmethod
-    def from_env(cls, **overrides: object) -> Config:
-        """Defaults, then AMEM_* environment variables, then explicit overrides."""
-        env: dict[str, object] = {}
+    def of(cls, **flat: Any) -> Config:
+        """Defaults with flat overrides: `Config.of(wal=False, k_neighbours=0)`."""
+        return cls().with_(**flat)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Config:
+        """Defaults, then AMEM_* environment variables, then explicit (flat) overrides; None = not given."""
+        env: dict[str, Any] = {}
         if url := os.environ.get("AMEM_LLM_URL"):
             env.update(llm_url=url, annotator="llm")
-        if model := os.environ.get("AMEM_LLM_MODEL"):
-            env["llm_model"] = model
-        if key := os.environ.get("AMEM_LLM_API_KEY"):
-            env["llm_api_key"] = key
+        for name in ("model", "api_key"):
+            if value := os.environ.get(f"AMEM_LLM_{name.upper()}"):
+                env[f"llm_{name}"] = value
         if url := os.environ.get("AMEM_EMBED_URL"):
             env.update(embed_url=url, encoder="api")
         given = {k: v for k, v in overrides.items() if v is not None}
@@ -115,18 +191,38 @@ class Config:
         if given.get("embed_url") and "encoder" not in given:
             given["encoder"] = "api"
         env.update(given)
-        return cls(**env)  # type: ignore[arg-type]
+        return cls().with_(**env)
 
-    def with_(self, **changes: object) -> Config:
-        return replace(self, **changes)  # type: ignore[arg-type]
+    def with_(self, **flat: Any) -> Config:
+        """A copy with flat-named changes (see FLAT); `device` and whole sections by their own names."""
+        by_section: dict[str, dict[str, Any]] = {}
+        top: dict[str, Any] = {}
+        for name, value in flat.items():
+            if (name in _SECTIONS and not isinstance(value, str)) or name == "device":
+                top[name] = value
+            elif name in FLAT:
+                section, key = FLAT[name]
+                by_section.setdefault(section, {})[key] = value
+            else:
+                raise ConfigError(f"unknown setting {name!r}")
+        for section, changes in by_section.items():
+            top[section] = replace(top.get(section, getattr(self, section)), **changes)
+        return replace(self, **top)
 
     @property
     def use_cuda(self) -> bool:
-        if self.device == "cpu":
+        if self.device is Device.CPU:
             return False
         from engine.device import cuda_available
 
         ok = cuda_available()
-        if self.device == "cuda" and not ok:
+        if self.device is Device.CUDA and not ok:
             raise ConfigError("device='cuda' but no CUDA device is visible")
         return ok
+
+
+def _enum(kind: type[StrEnum], value: object, name: str) -> Any:
+    try:
+        return kind(str(value))
+    except ValueError:
+        raise ConfigError(f"{name} must be one of {tuple(m.value for m in kind)}, got {value!r}") from None

@@ -251,7 +251,7 @@ def _tenant_stats(t: Tenant) -> dict[str, Any]:
 
 def make_annotator(config: Config, encoder: Encoder, cost: CostMeter) -> Annotator:
     embedded = EmbeddedAnnotator(config, encoder)
-    if config.annotator == "embedded":
+    if config.llm.annotator == "embedded":
         return embedded
     from engine.llm import make_llm_annotator
 

@@ -57,7 +57,8 @@ def run_ingest(
 ) -> dict[str, Any]:
     """Ingest `files` into `store` with `num_shards` shard actors; returns the run's report.
 
-    Uses the running Ray cluster if there is one, else starts a local one and stops it at the end. With on_error='fail' a bad record anywhere rejects the run before any write.
+    Uses the running Ray cluster if there is one, else starts a local one and stops it at the end. With
+    on_error='fail' a bad record anywhere rejects the run before any write.
     """
     config = config or Config()
     validate_tenant(default_tenant)
@@ -81,21 +82,21 @@ def split_llm_limits(config: Config, num_shards: int) -> Config:
     """The config each shard runs with: its share of the global requests / tokens in flight."""
     if num_shards < 1:
         raise ConfigError(f"num_shards must be >= 1, got {num_shards}")
-    if config.annotator == "embedded":
+    if config.llm.annotator == "embedded":
         return config
-    if config.annotator == "vllm" and num_shards > 1:
+    if config.llm.annotator == "vllm" and num_shards > 1:
         raise ConfigError(
             "annotator='vllm' loads the model in-process: one per shard would not fit; "
             "serve it (vllm serve) and use annotator='llm', or use one shard"
         )
-    if num_shards > config.llm_max_in_flight:
+    if num_shards > config.llm.max_in_flight:
         raise ConfigError(
-            f"{num_shards} shards cannot share llm_max_in_flight={config.llm_max_in_flight}: "
+            f"{num_shards} shards cannot share llm_max_in_flight={config.llm.max_in_flight}: "
             "every shard needs at least one request in flight"
         )
     return config.with_(
-        llm_max_in_flight=config.llm_max_in_flight // num_shards,
-        llm_max_tokens_in_flight=config.llm_max_tokens_in_flight // num_shards,
+        llm_max_in_flight=config.llm.max_in_flight // num_shards,
+        llm_max_tokens_in_flight=config.llm.max_tokens_in_flight // num_shards,
     )
 
 
@@ -202,6 +203,6 @@ def _report(
         ],
         "restarts": router.num_restarts,
         "llm_max_in_flight_per_shard": None
-        if shard_config.annotator == "embedded"
-        else shard_config.llm_max_in_flight,
+        if shard_config.llm.annotator == "embedded"
+        else shard_config.llm.max_in_flight,
     }

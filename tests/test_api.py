@@ -78,16 +78,16 @@ def test_search_arguments_are_checked(mem: Memory) -> None:
 
 def test_config_is_validated() -> None:
     with pytest.raises(ConfigError):
-        Config(encoder="nope")
+        Config.of(encoder="nope")
     with pytest.raises(ConfigError):
-        Config(annotator="llm")  # no URL
+        Config.of(annotator="llm")  # no URL
 
 
 def test_config_from_env_and_flags(monkeypatch) -> None:
     monkeypatch.delenv("AMEM_LLM_URL", raising=False)
-    assert Config.from_env().annotator == "embedded"
-    assert Config.from_env(llm_url="http://127.0.0.1:9/v1").annotator == "llm"
+    assert Config.from_env().llm.annotator == "embedded"
+    assert Config.from_env(llm_url="http://127.0.0.1:9/v1").llm.annotator == "llm"
     monkeypatch.setenv("AMEM_LLM_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("AMEM_LLM_MODEL", "qwen")
     cfg = Config.from_env()
-    assert (cfg.annotator, cfg.llm_url, cfg.llm_model) == ("llm", "http://127.0.0.1:9/v1", "qwen")
+    assert (cfg.llm.annotator, cfg.llm.url, cfg.llm.model) == ("llm", "http://127.0.0.1:9/v1", "qwen")

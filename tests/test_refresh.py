@@ -6,9 +6,9 @@ from engine import Config, Memory
 
 
 def test_reader_catches_up_with_writer(store, encoder) -> None:
-    writer = Memory(store, Config(snapshot_every=3), encoder=encoder)
+    writer = Memory(store, Config.of(snapshot_every=3), encoder=encoder)
     first = writer.add("I grow chili peppers on my balcony.", tenant="t")
-    reader = Memory(store, Config(read_only=True), encoder=encoder)
+    reader = Memory(store, Config.of(read_only=True), encoder=encoder)
     assert [n.id for n in reader.notes("t")] == [first]
     second = writer.add("My neighbour lends me a ladder for the apple tree.", tenant="t")
     reader.refresh("t")
@@ -25,7 +25,7 @@ def test_reader_catches_up_with_writer(store, encoder) -> None:
 def test_refresh_sees_a_tenant_created_after_open(store, encoder) -> None:
     writer = Memory(store, Config(), encoder=encoder)
     writer.add("hello", tenant="a")
-    reader = Memory(store, Config(read_only=True), encoder=encoder)
+    reader = Memory(store, Config.of(read_only=True), encoder=encoder)
     nid = writer.add("a brand new tenant appears", tenant="b")
     assert reader.get(nid, tenant="b").content == "a brand new tenant appears"
     writer.close()

@@ -5,8 +5,9 @@
           context = one sentence naming who speaks, about what, when, under which topics.
 - note:   the context also names what the interaction replies to (the previous turn's speaker and keywords),
           since a chat turn alone ("Yes, last Tuesday!") often says little.
-- link:   at most `max_links` of the strongest candidates; a candidate is linked when its cosine to the new note reaches `link_threshold`, or when they share
-          two or more keywords (or a proper name) and the cosine reaches `link_keyword_threshold`, or when
+- link:   at most `max_links` of the strongest candidates; a candidate is linked when its cosine to the new
+          note reaches `link_threshold`, or when they share two or more keywords (or a proper name) and the
+          cosine reaches `link_keyword_threshold`, or when
           the new note supersedes the candidate's fact (engine.annotate.facts.rules).
 - evolve: every linked neighbour gains the new note's leading keywords it lacks, the new note's tags, and
           a "Related:" clause in its context naming the new note's topic and date (the newest two kept);
@@ -62,7 +63,7 @@ class EmbeddedAnnotator:
 
     # --- stage: note --------------------------------------------------------
     def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
-        texts = [clip(item.content, self.config.max_content_chars) for item in items]
+        texts = [clip(item.content, self.config.write.max_content_chars) for item in items]
         vecs = self.encoder.encode_batch(texts)
         sims = vecs @ self._topic_vecs.T if len(texts) else np.zeros((0, len(self._topic_names)))
         return [
@@ -70,9 +71,11 @@ class EmbeddedAnnotator:
         ]
 
     def _annotate_one(self, item: Interaction, text: str, topic_sims: np.ndarray) -> Annotation:
-        kws = keywords(text, self.config.max_keywords)
+        kws = keywords(text, self.config.write.max_keywords)
         order = np.argsort(-topic_sims, kind="stable")
-        tags = [self._topic_names[i] for i in order[: self.config.max_tags] if topic_sims[i] >= 0.25][:3]
+        tags = [self._topic_names[i] for i in order[: self.config.write.max_tags] if topic_sims[i] >= 0.25][
+            :3
+        ]
         if not tags:
             tags = [self._topic_names[int(order[0])]]
         who = item.speaker or "Someone"
@@ -95,18 +98,18 @@ class EmbeddedAnnotator:
             reason = self._link_reason(req.note, new_kw, cand.note, cand.score)
             if reason:
                 chosen.append(LinkChoice(target=cand.note.id, reason=reason))
-        return chosen[: self.config.max_links]
+        return chosen[: self.config.write.max_links]
 
     def _link_reason(self, new: Note, new_kw: dict[str, str], old: Note, score: float) -> str | None:
         replaced = facts.supersedes(old.content, old.speaker, new.content, new.speaker)
         if replaced:
             return f"updates fact: {replaced}"
         shared = [new_kw[s] for s in new_kw.keys() & _stems(old.keywords).keys()]
-        if score >= self.config.link_threshold:
+        if score >= self.config.write.link_threshold:
             return f"similar (cosine {score:.2f})" + (
                 f"; shared: {', '.join(sorted(shared))}" if shared else ""
             )
-        if score >= self.config.link_keyword_threshold and (len(shared) >= 2 or _has_name(shared, new)):
+        if score >= self.config.write.link_keyword_threshold and (len(shared) >= 2 or _has_name(shared, new)):
             return f"shared keywords: {', '.join(sorted(shared))} (cosine {score:.2f})"
         return None
 
@@ -117,8 +120,8 @@ class EmbeddedAnnotator:
     def _evolve_one(self, new: Note, old: Note) -> NeighbourUpdate:
         have = _stems(old.keywords)
         gained = [k for k in new.keywords[:4] if stem(k) not in have][:2]
-        kws = (old.keywords + gained)[: self.config.max_keywords]
-        tags = list(dict.fromkeys(old.tags + new.tags))[: self.config.max_tags]
+        kws = (old.keywords + gained)[: self.config.write.max_keywords]
+        tags = list(dict.fromkeys(old.tags + new.tags))[: self.config.write.max_tags]
         base, *related = old.context.split(" Related: ")
         clause = f"{new.speaker or 'someone'} on {new.timestamp:%d %B %Y} about {', '.join(new.keywords[:3])}"
         context = " Related: ".join([base, *related[-1:], clause])

@@ -15,14 +15,14 @@ __all__ = ["Encoder", "WordLlamaEncoder", "make_encoder", "normalise"]
 
 
 def make_encoder(config: Config) -> Encoder:
-    if config.encoder == "wordllama":
+    if config.encoder.kind == "wordllama":
         return WordLlamaEncoder()
-    if config.encoder == "minilm":
+    if config.encoder.kind == "minilm":
         from engine.encode.minilm import MiniLMEncoder
 
         return MiniLMEncoder(device="cuda" if config.use_cuda else "cpu")
-    if config.encoder == "api":
+    if config.encoder.kind == "api":
         from engine.encode.api import APIEncoder
 
         return APIEncoder(config)
-    raise ConfigError(f"unknown encoder {config.encoder!r}")
+    raise ConfigError(f"unknown encoder {config.encoder.kind!r}")

@@ -22,14 +22,14 @@ _PROBE_TEXT = "dimension probe"
 
 class APIEncoder:
     def __init__(self, config: Config, cost: CostMeter | None = None) -> None:
-        if not config.embed_url:
+        if not config.encoder.url:
             raise ConfigError("encoder='api' needs embed_url (or AMEM_EMBED_URL)")
-        self.model = config.embed_model
+        self.model = config.encoder.model
         self.name = f"api:{self.model}"  # a store built with one embedding model refuses another
-        self._batch_size = config.encode_batch_size
+        self._batch_size = config.encoder.batch_size
         self._dim: int | None = None
         self._loop = LoopThread("amem-embed")
-        url = config.embed_url
+        url = config.encoder.url
         self._client = self._loop.create(
             lambda: OpenAIClient(config, base_url=url, model=self.model, cost=cost)
         )

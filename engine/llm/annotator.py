@@ -60,8 +60,8 @@ class LLMAnnotator:
     # --- stages --------------------------------------------------------------------------------------
 
     def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
-        limit = self._config.max_content_chars
-        kw, tags = self._config.max_keywords, self._config.max_tags
+        limit = self._config.write.max_content_chars
+        kw, tags = self._config.write.max_keywords, self._config.write.max_tags
         results = self._run(
             "note",
             [prompts.note_prompt(i, limit) for i in items],
@@ -75,7 +75,7 @@ class LLMAnnotator:
         return results  # type: ignore[return-value]
 
     def judge_links(self, requests: Sequence[LinkRequest]) -> list[list[LinkChoice]]:
-        limit = self._config.max_content_chars
+        limit = self._config.write.max_content_chars
         asked = [i for i, r in enumerate(requests) if r.candidates]  # no candidates: nothing to ask
         results = self._run(
             "link",
@@ -85,8 +85,8 @@ class LLMAnnotator:
         return self._settle("link", requests, asked, results, self._fallback.judge_links)
 
     def evolve(self, requests: Sequence[EvolveRequest]) -> list[list[NeighbourUpdate]]:
-        limit = self._config.max_content_chars
-        kw, tags = self._config.max_keywords, self._config.max_tags
+        limit = self._config.write.max_content_chars
+        kw, tags = self._config.write.max_keywords, self._config.write.max_tags
         asked = [i for i, r in enumerate(requests) if r.neighbours]
         results = self._run(
             "evolve",

@@ -130,24 +130,24 @@ class OpenAIClient:
         self.model = model
         self._config = config
         self._cost = cost
-        self._gate = TokenGate(config.llm_max_in_flight, config.llm_max_tokens_in_flight)
+        self._gate = TokenGate(config.llm.max_in_flight, config.llm.max_tokens_in_flight)
         self._http = httpx.AsyncClient(
             base_url=api_base(base_url),
             # identity: the lean transport hands bodies over as they come, undecoded
-            headers={"Authorization": f"Bearer {config.llm_api_key}", "Accept-Encoding": "identity"},
-            timeout=httpx.Timeout(config.llm_timeout_s),
-            transport=LeanTransport(config.llm_max_in_flight),
+            headers={"Authorization": f"Bearer {config.llm.api_key}", "Accept-Encoding": "identity"},
+            timeout=httpx.Timeout(config.llm.timeout_s),
+            transport=LeanTransport(config.llm.max_in_flight),
         )
 
     async def chat(self, stage: str, prompt: Prompt, schema: dict[str, Any]) -> str:
         body = {
             "model": self.model,
             "messages": prompt,
-            "max_tokens": self._config.llm_max_tokens,
+            "max_tokens": self._config.llm.max_tokens,
             "temperature": 0.0,
             "response_format": response_format(stage, schema),
         }
-        tokens = estimate_tokens(prompt, self._config.llm_max_tokens)
+        tokens = estimate_tokens(prompt, self._config.llm.max_tokens)
         data, latency_s = await self._send(stage, tokens, "/chat/completions", body)
         prompt_tokens, completion_tokens = _usage(data, prompt)
         # Recorded before the content is checked: a garbled answer still cost its tokens.
@@ -183,13 +183,13 @@ class OpenAIClient:
         self, stage: str, tokens: int, path: str, body: dict[str, Any]
     ) -> tuple[dict[str, Any], float]:
         """The response JSON and the latency of the attempt that got it (time queued at the gate excluded)."""
-        for attempt in range(self._config.llm_retries + 1):
+        for attempt in range(self._config.llm.retries + 1):
             charged = await self._gate.acquire(tokens)
             started = time.perf_counter()
             try:
                 return await _post(self._http, path, body), time.perf_counter() - started
             except LLMRetryable as exc:
-                if attempt == self._config.llm_retries:
+                if attempt == self._config.llm.retries:
                     raise
                 delay = self._backoff(attempt, exc)
             finally:
@@ -200,7 +200,7 @@ class OpenAIClient:
 
     def _backoff(self, attempt: int, exc: LLMRetryable) -> float:
         # Full jitter around the exponential step keeps a burst of 429s from retrying in lockstep.
-        delay = self._config.llm_backoff_s * (2**attempt) * (0.5 + random.random())
+        delay = self._config.llm.backoff_s * (2**attempt) * (0.5 + random.random())
         retry_after = getattr(exc, "retry_after", None)
         return max(delay, min(retry_after, _MAX_RETRY_AFTER_S)) if retry_after else delay
 
@@ -282,10 +282,10 @@ class HTTPBackend:
     name = "llm"
 
     def __init__(self, config: Config, cost: CostMeter) -> None:
-        if not config.llm_url:
+        if not config.llm.url:
             raise ConfigError("the HTTP LLM backend needs llm_url (or AMEM_LLM_URL)")
         self._loop = LoopThread("amem-llm")
-        url, model = config.llm_url, config.llm_model
+        url, model = config.llm.url, config.llm.model
         self._client = self._loop.create(lambda: OpenAIClient(config, base_url=url, model=model, cost=cost))
 
     def complete_batch(

@@ -49,13 +49,13 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(self, config: Config, cost: CostMeter, llm: Any = None) -> None:
-        """`llm` lets a caller share an already-loaded `vllm.LLM`; otherwise `config.llm_model` is loaded."""
+        """`llm` lets a caller share an already-loaded `vllm.LLM`; otherwise `config.llm.model` is loaded."""
         self._vllm = _import_vllm()
         self._llm = (
-            llm if llm is not None else self._vllm.LLM(model=config.llm_model, enable_prefix_caching=True)
+            llm if llm is not None else self._vllm.LLM(model=config.llm.model, enable_prefix_caching=True)
         )
         self._tokenizer = self._llm.get_tokenizer()
-        self._max_tokens = config.llm_max_tokens
+        self._max_tokens = config.llm.max_tokens
         self._cost = cost
         self._params: dict[str, Any] = {}
 

@@ -86,8 +86,8 @@ def version_from_record(rec: dict[str, Any]) -> NoteVersion:
         embedding=emb,
         stage=rec["stage"],
         cause=rec.get("cause"),
-        changed_at=from_epoch(rec["changed_at"]),
-    )  # type: ignore[arg-type]
+        changed_at=from_epoch(rec["changed_at"]),  # type: ignore[arg-type]
+    )
 
 
 def changes_to_records(changes: ChangeSet) -> list[dict[str, Any]]:

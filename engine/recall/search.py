@@ -46,11 +46,11 @@ class Recipe:
             k=k,
             as_of=as_of,
             include_superseded=include_superseded,
-            expand_links=config.expand_links if expand_links is None else expand_links,
-            lexical_weight=config.lexical_weight if lexical_weight is None else lexical_weight,
-            expand_min_score=config.expand_min_score,
-            expand_decay=config.expand_decay,
-            recency_half_life_days=config.recency_half_life_days,
+            expand_links=config.recall.expand_links if expand_links is None else expand_links,
+            lexical_weight=config.recall.lexical_weight if lexical_weight is None else lexical_weight,
+            expand_min_score=config.recall.expand_min_score,
+            expand_decay=config.recall.expand_decay,
+            recency_half_life_days=config.recall.recency_half_life_days,
         )
 
 

@@ -78,7 +78,7 @@ class TenantPool:
     def _evict(self) -> None:
         if self.path is None:
             return  # an in-RAM tenant has nowhere to go
-        for name in list(self.open)[: max(0, len(self.open) - self.config.max_open_tenants)]:
+        for name in list(self.open)[: max(0, len(self.open) - self.config.storage.max_open_tenants)]:
             t = self.open[name]
             if t.lock.acquire(blocking=False):  # busy tenants stay; they are evicted on a later open
                 try:

@@ -31,14 +31,14 @@ class TenantStorage:
         self.config = config
         self.encoder = encoder
         self.folder = tenant_dir(root, tenant)
-        self.read_only = config.read_only
+        self.read_only = config.storage.read_only
         self.problems: list[str] = []
         self._lock: StoreLock | None = None
         if not self.read_only:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._lock = StoreLock(self.folder / "LOCK")
             self._lock.acquire()
-        self._wal = self._open_wal() if config.wal and self._writable_or_exists() else None
+        self._wal = self._open_wal() if config.storage.wal and self._writable_or_exists() else None
         self.seq = 0
         self._since_snapshot = 0
         self._seen: tuple[tuple[int, int, int], ...] = ()
@@ -94,7 +94,9 @@ class TenantStorage:
         if not self.read_only or signature == self._seen:
             return tm
         wal_path = self.folder / "wal.log"
-        wal = WriteAheadLog(wal_path, read_only=True) if self.config.wal and wal_path.exists() else None
+        wal = (
+            WriteAheadLog(wal_path, read_only=True) if self.config.storage.wal and wal_path.exists() else None
+        )
         newest = snapshots_newest_first(self.folder)
         snap_seq = int(newest[0].name.split("-")[1]) if newest else 0
         if (wal.base_seq if wal is not None else snap_seq) > self.seq:
@@ -142,7 +144,7 @@ class TenantStorage:
             self._since_snapshot += 1
 
     def should_checkpoint(self) -> bool:
-        return self._since_snapshot >= self.config.snapshot_every
+        return self._since_snapshot >= self.config.storage.snapshot_every
 
     def checkpoint(self, tm: TenantMemory, purge: bool = False) -> None:
         """Snapshot now. `purge` (after a hard delete) also drops the fallback snapshot and the whole log,

@@ -141,15 +141,15 @@ class WritePipeline:
         batch.pos = {n.id: j for j, n in enumerate(batch.new)}
         batch.vecs = self.encode_notes(batch.new)
         # One search serves both duplicate detection and link candidates.
-        depth = max(3, self.config.k_neighbours)
+        depth = max(3, self.config.write.k_neighbours)
         batch.hits = batch.tm.index.search(batch.vecs, depth, batch.tm.mask()) if batch.new else []
         batch.inner = batch.vecs @ batch.vecs.T
 
     def encode_notes(self, notes: list[Note]) -> np.ndarray:
-        texts = [n.embedding_text(self.config.max_content_chars) for n in notes]
+        texts = [n.embedding_text(self.config.write.max_content_chars) for n in notes]
         out = [
-            self.encoder.encode_batch(texts[i : i + self.config.encode_batch_size])
-            for i in range(0, len(texts), self.config.encode_batch_size)
+            self.encoder.encode_batch(texts[i : i + self.config.encoder.batch_size])
+            for i in range(0, len(texts), self.config.encoder.batch_size)
         ]
         return np.concatenate(out) if out else np.zeros((0, self.encoder.dim), dtype=np.float32)
 
@@ -160,7 +160,7 @@ class WritePipeline:
         keep: list[int] = []
         for j, note in enumerate(batch.new):
             pool = [(batch.tm.index.ids[s], c) for s, c in batch.hits[j][:3]]
-            close = [m for m in keep if batch.inner[j, m] >= self.config.dedup_threshold]
+            close = [m for m in keep if batch.inner[j, m] >= self.config.write.dedup_threshold]
             pool += [(batch.new[m].id, float(batch.inner[j, m])) for m in close]
             target = self._duplicate_of(batch, note, pool)
             if target is None:
@@ -176,19 +176,19 @@ class WritePipeline:
 
     def _duplicate_of(self, batch: _Batch, note: Note, pool: list[tuple[str | None, float]]) -> str | None:
         for other_id, cosine in sorted(pool, key=lambda p: -p[1]):
-            if other_id is None or cosine < self.config.dedup_threshold:
+            if other_id is None or cosine < self.config.write.dedup_threshold:
                 continue
             other = batch.current(other_id)
             if (
                 other.speaker == note.speaker
-                and jaccard(other.content, note.content) >= self.config.dedup_jaccard
+                and jaccard(other.content, note.content) >= self.config.write.dedup_jaccard
             ):
                 return other_id
         return None
 
     # --- stages 4-5: neighbours, links -------------------------------------------------
     def _link(self, batch: _Batch) -> list[EvolveRequest]:
-        k = self.config.k_neighbours
+        k = self.config.write.k_neighbours
         if not batch.new or k == 0:
             return []
         requests = []

@@ -1,4 +1,4 @@
-"""The lexicon behind engine.annotate.facts.rules: attribute frames ("live in X", "my rent is X", "the meeting moved to X").
+"""The lexicon behind facts.rules: attribute frames ("live in X", "my rent is X", "the meeting moved to X").
 
 Data only, plus the small value filters the frames name. Every frame is one regular expression over a
 clause with a named group `value` (optional in frames that end a fact: "I quit my job"), and optionally
@@ -32,7 +32,7 @@ _END = r"\s*[,;:.!?()]|\s*$"
 NAME = rf"(?P<value>[^,;:.!?()]+?)(?=\s+(?:{_STOPS})\b|{_END})"
 ORG = rf"(?P<value>[^,;:.!?()]+?)(?=\s+(?:{_STOPS}|in|as|on|at)\b|{_END})"
 ROLE = rf"(?P<value>[^,;:.!?()]+?)(?=\s+(?:{_STOPS}|at|in|on|for)\b|{_END})"
-_OCCASION = r"(?:in|at|on|during|for)\s+(?:the\s+)?(?:mornings?|evenings?|nights?|weekends?|weekdays|flights?|trips?|winter|summer)"
+_OCCASION = r"(?:in|at|on|during|for)\s+(?:the\s+)?(?:mornings?|evenings?|nights?|weekends?|weekdays|flights?|trips?|winter|summer)"  # noqa: E501
 PREF = rf"(?P<value>[^,;:.!?()]+?)(?=\s+(?:{_STOPS}|over|to|than|rather|{_OCCASION})\b|{_END})"
 TIME = (
     r"(?P<value>[^,;.!?()]+?)(?=\s+(?:because|since|so|and|but|due to|instead|now|if|as|for some reason|"

@@ -250,7 +250,7 @@ _SKIP = words(
     "not n't no longer got get gotten getting to going gonna decided ended up soon lately basically totally "
     "honestly seriously literally happily usually normally typically always often sometimes generally mostly only "
     "too again new old current proudly temporarily fully went gone become became turned switched started stopped "
-    "quit used lost left leaving quitting want wanna plan planning plans hope hoping thinking considering might may could would should wish "
+    "quit used lost left leaving quitting want wanna plan planning plans hope hoping thinking considering might may could would should wish "  # noqa: E501
     "maybe perhaps try trying like"
 )
 _NEGATORS = words("not n't never no longer stopped quit used lost left leaving quitting")

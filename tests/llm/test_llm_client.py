@@ -32,7 +32,7 @@ def note_prompts(n: int, suffix: str = "") -> list[prompts.Prompt]:
 def backend(url: str, cost: CostMeter, **overrides: object) -> HTTPBackend:
     settings: dict[str, object] = {"llm_retries": 2, "llm_backoff_s": 0.002, "llm_timeout_s": 10.0}
     settings.update(overrides)
-    return HTTPBackend(Config(annotator="llm", llm_url=url, **settings), cost)  # type: ignore[arg-type]
+    return HTTPBackend(Config.of(annotator="llm", llm_url=url, **settings), cost)  # type: ignore[arg-type]
 
 
 # --- pure pieces ------------------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def write_log(path: Path, n: int, tenants: list[str], seed: int, start: int = 0)
 
 
 def notes_by_tenant(store: Path) -> dict[str, dict[str, tuple[Any, ...]]]:
-    with Memory(store, Config(read_only=True)) as mem:
+    with Memory(store, Config.of(read_only=True)) as mem:
         return {
             t: {n.id: (n.content, sorted(n.source_ids), sorted(n.link_targets())) for n in mem.notes(t)}
             for t in mem.tenants()
@@ -240,20 +240,20 @@ def _until(check: Any, timeout_s: float = 60.0) -> None:
 
 
 def test_llm_limit_is_split_across_shards() -> None:
-    llm = Config(
+    llm = Config.of(
         annotator="llm",
         llm_url="http://127.0.0.1:9/v1",
         llm_max_in_flight=64,
         llm_max_tokens_in_flight=100_000,
     )
     shard = split_llm_limits(llm, 3)
-    assert (shard.llm_max_in_flight, shard.llm_max_tokens_in_flight) == (21, 33_333)
-    assert 3 * shard.llm_max_in_flight <= llm.llm_max_in_flight
+    assert (shard.llm.max_in_flight, shard.llm.max_tokens_in_flight) == (21, 33_333)
+    assert 3 * shard.llm.max_in_flight <= llm.llm.max_in_flight
     assert split_llm_limits(Config(), 8) == Config()  # embedded: no LLM, nothing to share
     with pytest.raises(ConfigError, match="at least one request"):
         split_llm_limits(llm.with_(llm_max_in_flight=2), 3)
     with pytest.raises(ConfigError, match="vllm"):
-        split_llm_limits(Config(annotator="vllm"), 2)
+        split_llm_limits(Config.of(annotator="vllm"), 2)
 
 
 def test_tenants_hash_to_shards_stably() -> None:

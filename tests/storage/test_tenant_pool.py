@@ -8,7 +8,7 @@ from engine import Config, Memory
 
 
 def test_idle_tenants_are_closed_and_reopen_with_their_notes(store, encoder) -> None:
-    with Memory(store, Config(max_open_tenants=2), encoder=encoder) as mem:
+    with Memory(store, Config.of(max_open_tenants=2), encoder=encoder) as mem:
         ids = {
             f"t{i}": mem.add(f"tenant {i} keeps a pet iguana named Iggy{i}", tenant=f"t{i}") for i in range(6)
         }
@@ -21,7 +21,7 @@ def test_idle_tenants_are_closed_and_reopen_with_their_notes(store, encoder) -> 
 
 
 def test_eviction_never_closes_a_tenant_in_use(store, encoder) -> None:
-    with Memory(store, Config(max_open_tenants=1), encoder=encoder) as mem:
+    with Memory(store, Config.of(max_open_tenants=1), encoder=encoder) as mem:
         errors: list[BaseException] = []
 
         def work(name: str) -> None:

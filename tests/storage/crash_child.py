@@ -1,6 +1,6 @@
-"""Child process for tests/test_crash.py and tests/test_corruption.py: ingest batches into a store.
+"""Child process for tests/storage/test_crash.py and tests/storage/test_corruption.py: ingest batches into a store.
 
-    python tests/crash_child.py STORE INPUT.json [--snapshot-every N] [--announce-snapshots]
+    python tests/storage/crash_child.py STORE INPUT.json [--snapshot-every N] [--announce-snapshots]
                                 [--checkpoint-after I [I ...]] [--exit-without-close]
 
 INPUT.json is {"tenant": name, "batches": [[item, ...], ...]}, items as `Memory.add_many` takes them.
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import engine.storage.tenant_store  # noqa: E402
 from engine import Config, Memory  # noqa: E402
@@ -49,7 +49,7 @@ def announce_snapshots() -> None:
 def run(args: argparse.Namespace) -> None:
     spec = json.loads(Path(args.input).read_text())
     tenant, batches = spec["tenant"], spec["batches"]
-    mem = Memory(args.store, Config(snapshot_every=args.snapshot_every))
+    mem = Memory(args.store, Config.of(snapshot_every=args.snapshot_every))
     mem.notes(tenant)  # open the tenant now: snapshot load + log replay
     emit({"ready": True})
     for i, batch in enumerate(batches):

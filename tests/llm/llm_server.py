@@ -14,7 +14,7 @@ STAGE is note, link, evolve or embed; KIND is one of FAULTS or PROTOCOL_FAULTS. 
 port nobody listens on (`dead_url()`).
 
 Tests get it as the `llm_server` fixture with `pytest_plugins = ["conftest_llm"]`. The bench (or a
-person) runs `python tests/llm_server.py --latency 0.1`: it prints the base URL and serves until killed.
+person) runs `python tests/llm/llm_server.py --latency 0.1`: it prints the base URL and serves until killed.
 """
 
 from __future__ import annotations

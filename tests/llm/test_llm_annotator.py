@@ -63,7 +63,7 @@ def _timeout_for(kind: str) -> float:
 def annotator(
     server_url: str, cost: CostMeter, fallback: StubFallback, **overrides: Any
 ) -> Iterator[LLMAnnotator]:
-    config = Config(
+    config = Config.of(
         annotator="llm",
         llm_url=server_url,
         llm_retries=2,
@@ -331,7 +331,7 @@ def test_make_llm_annotator_rejects_embedded_and_missing_vllm(
             import vllm  # noqa: F401
         except ImportError:
             with pytest.raises(ConfigError, match="vllm"):
-                make_llm_annotator(Config(annotator="vllm"), cost, fallback)
+                make_llm_annotator(Config.of(annotator="vllm"), cost, fallback)
 
 
 # --- in-process vLLM backend, with a fake vllm module ----------------------------------------------------
@@ -376,7 +376,7 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
 def test_vllm_backend_shares_the_validation_path(
     fake_vllm: Any, cost: CostMeter, fallback: StubFallback
 ) -> None:
-    a = make_llm_annotator(Config(annotator="vllm", llm_model="m"), cost, fallback)
+    a = make_llm_annotator(Config.of(annotator="vllm", llm_model="m"), cost, fallback)
     out = a.annotate([Interaction("alpha beta gamma", T0), Interaction("bad output here", T0)])
     a.close()
     assert out[0].annotated_by == "llm" and out[0].keywords == ["alpha", "beta"]
@@ -390,7 +390,7 @@ def test_vllm_backend_shares_the_validation_path(
 def test_vllm_params_use_the_stage_schema(fake_vllm: Any, cost: CostMeter) -> None:
     from engine.llm.vllm_backend import VLLMBackend
 
-    backend = VLLMBackend(Config(annotator="vllm"), cost)
+    backend = VLLMBackend(Config.of(annotator="vllm"), cost)
     prompt = prompts.link_prompt(link_request("x", [note("y")]), 100)
     assert backend.complete_batch("link", [prompt], prompts.SCHEMAS["link"]) == [
         '{"keywords": [], "tags": ["x"], "context": "c"}'
@@ -401,7 +401,7 @@ def test_vllm_params_use_the_stage_schema(fake_vllm: Any, cost: CostMeter) -> No
 
 
 def test_http_backend_is_a_backend(llm_server: StandIn, cost: CostMeter) -> None:
-    backend = HTTPBackend(Config(annotator="llm", llm_url=llm_server.url), cost)
+    backend = HTTPBackend(Config.of(annotator="llm", llm_url=llm_server.url), cost)
     try:
         got = backend.complete_batch(
             "note", [prompts.note_prompt(Interaction("Lisbon trip", T0), 100)], prompts.SCHEMAS["note"]
@@ -417,7 +417,7 @@ def test_http_backend_is_a_backend(llm_server: StandIn, cost: CostMeter) -> None
 def test_memory_marks_fallbacks_and_reannotate_redoes_them(llm_server: StandIn, encoder: Any) -> None:
     from engine import Memory
 
-    config = Config(annotator="llm", llm_url=llm_server.url, llm_retries=1, llm_backoff_s=0.002)
+    config = Config.of(annotator="llm", llm_url=llm_server.url, llm_retries=1, llm_backoff_s=0.002)
     mem = Memory(config=config, encoder=encoder)
     try:
         ids = mem.add_many(

@@ -1,6 +1,6 @@
 """Damaged stores open on their last good state and say what was wrong; one writer, many readers.
 
-The template store (built once by tests/crash_child.py, which dies without closing) holds three
+The template store (built once by tests/storage/crash_child.py, which dies without closing) holds three
 batches: snap-1 has batch 0, snap-2 has batches 0-1, and the log holds records 2 and 3 (batches 1
 and 2): the newest state is only in the log, and the previous snapshot is the fallback.
 """
@@ -27,7 +27,7 @@ from engine.encode import Encoder
 from engine.errors import ReadOnlyStore, StoreLocked
 from engine.storage.walformat import FRAME_MAGIC
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TENANT = "victim"
 BATCHES = [chat(30, seed=5)[i : i + 10] for i in range(0, 30, 10)]
 ALL = {0, 1, 2}
@@ -42,7 +42,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(
         [
             sys.executable,
-            str(ROOT / "tests" / "crash_child.py"),
+            str(ROOT / "tests" / "storage" / "crash_child.py"),
             str(store),
             str(spec),
             "--checkpoint-after",
@@ -73,7 +73,7 @@ def _folder(store: Path) -> Path:
 
 
 def _open(store: Path, encoder: Encoder, read_only: bool = False) -> Memory:
-    return Memory(store, Config(read_only=read_only), encoder=encoder)
+    return Memory(store, Config.of(read_only=read_only), encoder=encoder)
 
 
 def _batches_present(mem: Memory) -> set[int]:

@@ -1,6 +1,6 @@
 """Crash safety of the whole store: SIGKILL an ingesting process at random points, reopen, resume.
 
-A child (tests/crash_child.py, or `amem ingest`) writes batches; the parent kills it mid-run (at a
+A child (tests/storage/crash_child.py, or `amem ingest`) writes batches; the parent kills it mid-run (at a
 random time, right after an acknowledgement, or just after a snapshot write began), then checks:
 the store opens, every batch acknowledged before the kill is there exactly once (by source id), no
 batch is half there, the vector index matches the notes, and the only problem reported is a torn
@@ -27,8 +27,8 @@ from engine import Config, Memory
 from engine.encode import Encoder
 from engine.io.chatlog import read_chatlog
 
-ROOT = Path(__file__).resolve().parents[1]
-CHILD = ROOT / "tests" / "crash_child.py"
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = ROOT / "tests" / "storage" / "crash_child.py"
 TENANT = "crash"
 SNAPSHOT_EVERY = 4  # a checkpoint every few batches, so kills land in snapshot writes too
 ROUNDS = 20
@@ -117,7 +117,7 @@ def _check_store(
     where: str,
 ) -> set[str]:
     """The store's invariants after a crash; returns the source ids it holds."""
-    config = Config(snapshot_every=SNAPSHOT_EVERY, read_only=read_only)
+    config = Config.of(snapshot_every=SNAPSHOT_EVERY, read_only=read_only)
     with Memory(store, config, encoder=encoder) as mem:
         notes = mem.notes(TENANT)
         state = mem._tenants[TENANT].state if notes else None

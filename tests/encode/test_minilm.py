@@ -1,6 +1,6 @@
 """engine/minilm.py: our plain-torch MiniLM against vectors the real sentence-transformers produced.
 
-tests/data/minilm_reference.json holds the first 8 dims of sentence-transformers' embeddings for a
+tests/encode/data/minilm_reference.json holds the first 8 dims of sentence-transformers' embeddings for a
 few texts (incl. CJK, emoji, empty, and one past the 256-token limit); see its "source" field.
 """
 

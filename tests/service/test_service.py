@@ -19,7 +19,7 @@ import uvicorn
 from engine.errors import ConfigError
 from engine.service import create_app, serve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ADMIN, ALICE, BOB = "admin-key-0123456789", "alice-key-0123456789", "bob-key-0123456789ab"
 
 

@@ -17,7 +17,7 @@ pytest_plugins = ["conftest_llm"]
 def encoder(url: str, cost: CostMeter | None = None, **overrides: object) -> APIEncoder:
     settings: dict[str, object] = {"encode_batch_size": 4, "llm_retries": 2, "llm_backoff_s": 0.002}
     settings.update(overrides)
-    return APIEncoder(Config(encoder="api", embed_url=url, embed_model="e5", **settings), cost)  # type: ignore[arg-type]
+    return APIEncoder(Config.of(encoder="api", embed_url=url, embed_model="e5", **settings), cost)  # type: ignore[arg-type]
 
 
 def texts(n: int, extra: str = "") -> list[str]:

@@ -24,7 +24,7 @@ from kernels import masked_topk, segment_topk, tenant_topk
 from kernels.topk import pick_backend
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def reference(db: np.ndarray, queries: np.ndarray, k: int, allowed: np.ndarray) -> list[np.ndarray]:

@@ -67,7 +67,7 @@ def run(
         "setup": label,
         "tenants": tenants,
         "notes": stored,
-        "resident_tenants": len(mem._tenants),
+        "resident_tenants": len(mem.resident_tenants()),
         "rss_mb": grown,
         "kb_per_tenant": grown * 1024 / tenants,
         "ingest_s": ingest_s,

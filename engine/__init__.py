@@ -5,20 +5,74 @@ import os
 # FAISS, torch and numpy's BLAS each keep spinning worker threads that steal one another's cores.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from engine.config import Config  # noqa: E402
-from engine.errors import AmemError, InputError, NotFound, StoreError  # noqa: E402
+from engine.config import (  # noqa: E402
+    AnnotatorKind,
+    Config,
+    Device,
+    EncoderConfig,
+    EncoderKind,
+    LLMConfig,
+    RecallConfig,
+    StorageConfig,
+    WriteConfig,
+)
+from engine.errors import (  # noqa: E402
+    AmemError,
+    ConfigError,
+    CorruptStore,
+    InputError,
+    LLMBadOutput,
+    LLMError,
+    LLMRetryable,
+    NotFound,
+    ReadOnlyStore,
+    StoreError,
+    StoreLocked,
+    TenantError,
+)
 from engine.memory import Memory  # noqa: E402
-from engine.model.note import Hit, Link, Note, NoteVersion  # noqa: E402
+from engine.model.note import (  # noqa: E402
+    AnnotatedBy,
+    Hit,
+    Interaction,
+    Link,
+    Note,
+    NoteVersion,
+    Stage,
+    VersionCause,
+)
+from engine.model.timeutil import TimeLike  # noqa: E402
 
 __all__ = [
+    "AmemError",
+    "AnnotatedBy",
+    "AnnotatorKind",
     "Config",
+    "ConfigError",
+    "CorruptStore",
+    "Device",
+    "EncoderConfig",
+    "EncoderKind",
+    "Hit",
+    "InputError",
+    "Interaction",
+    "Link",
+    "LLMBadOutput",
+    "LLMConfig",
+    "LLMError",
+    "LLMRetryable",
     "Memory",
     "Note",
-    "Link",
     "NoteVersion",
-    "Hit",
-    "AmemError",
-    "InputError",
     "NotFound",
+    "ReadOnlyStore",
+    "RecallConfig",
+    "Stage",
+    "StorageConfig",
     "StoreError",
+    "StoreLocked",
+    "TenantError",
+    "TimeLike",
+    "VersionCause",
+    "WriteConfig",
 ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.config import Config
 from engine.errors import AmemError, InputError
+from engine.extensions import ray_runner
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,8 +105,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
     config = _config(args, wal=not args.no_wal)
     if args.ray:
-        from ray_jobs.ingest import run_ingest
-
+        run_ingest = ray_runner("ingest")
         if args.rejects is not None:
             raise InputError(
                 "--rejects is not supported with --ray (rejected lines are counted in the report)",

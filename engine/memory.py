@@ -7,6 +7,7 @@ Reads: recall over the tenant state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from engine.cost import CostMeter
 from engine.encode import Encoder, make_encoder
 from engine.errors import InputError, NotFound
 from engine.model.changes import ChangeSet
-from engine.model.note import Hit, Interaction, Note, NoteVersion
+from engine.model.note import AnnotatedBy, Hit, Interaction, Note, NoteVersion
 from engine.model.timeutil import TimeLike, parse_time
 from engine.recall.search import Recipe, search
 from engine.state.tenant_state import TenantMemory
@@ -41,11 +42,20 @@ class Memory:
         self.config = config or Config()
         self.path = Path(path) if path is not None else None
         self.cost = CostMeter()
-        self.encoder = encoder or make_encoder(self.config)
-        self.annotator = annotator or make_annotator(self.config, self.encoder, self.cost)
-        self.pipeline = WritePipeline(self.config, self.encoder, self.annotator)
-        self._pool = TenantPool(self.path, self.config, self.encoder.dim, self.encoder.name)
-        self._tenants = self._pool.open  # tests and benches peek at a tenant's state through this
+        # What this Memory builds, it closes (last built, first closed); what the caller passes stays theirs.
+        self._owned = ExitStack()
+        try:
+            self.encoder = encoder or self._own(make_encoder(self.config, self.cost))
+            self.annotator = annotator or self._own(make_annotator(self.config, self.encoder, self.cost))
+            self.pipeline = WritePipeline(self.config, self.encoder, self.annotator)
+            self._pool = self._own(TenantPool(self.path, self.config, self.encoder.dim, self.encoder.name))
+        except BaseException:
+            self._owned.close()
+            raise
+
+    def _own(self, part: Any) -> Any:
+        self._owned.callback(part.close)
+        return part
 
     # --- writes -----------------------------------------------------------------
     def add(
@@ -109,10 +119,10 @@ class Memory:
         """Redo the note stage for notes whose LLM annotation fell back to the embedded one."""
         with self._pool.use(tenant) as t:
             assert t is not None
-            todo = [n for n in t.state.notes.values() if n.annotated_by == "embedded-fallback"]
+            todo = [n for n in t.state.notes.values() if n.annotated_by == AnnotatedBy.FALLBACK]
             for i in range(0, len(todo), batch_size):
                 _commit(t, edits.reannotate(t.state, self.pipeline, todo[i : i + batch_size]))
-            return sum(1 for n in todo if t.state.notes[n.id].annotated_by != "embedded-fallback")
+            return sum(1 for n in todo if t.state.notes[n.id].annotated_by != AnnotatedBy.FALLBACK)
 
     def _edit(self, tenant: str, make: Callable[[TenantMemory], tuple[ChangeSet, Any]]) -> Any:
         with self._pool.use(tenant, create=False) as t:
@@ -191,6 +201,18 @@ class Memory:
     def tenants(self) -> list[str]:
         return self._pool.names()
 
+    def resident_tenants(self) -> list[str]:
+        """Tenants whose state is in RAM now (at most `max_open_tenants` for a persistent store)."""
+        return list(self._pool.open)
+
+    def vector(self, note_id: str, tenant: str = "default") -> Any:
+        """The note's vector as indexed now (a copy): what `search` compares the query with."""
+        with self._pool.use(tenant, create=False) as t:
+            if t is None:
+                raise NotFound(f"no note {note_id!r} in tenant {tenant!r}")
+            t.state.get(note_id)
+            return t.state.vector(note_id).copy()
+
     def stats(self) -> dict[str, Any]:
         per: dict[str, dict[str, Any]] = {}
         for name in self.tenants():
@@ -216,10 +238,8 @@ class Memory:
                     t.storage.checkpoint(t.state)
 
     def close(self) -> None:
-        try:
-            self._pool.close()
-        finally:
-            self.annotator.close()
+        """Snapshot and close open tenants, then close the annotator and encoder this Memory built."""
+        self._owned.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -241,10 +261,13 @@ def _tenant_stats(t: Tenant) -> dict[str, Any]:
     notes = t.state.notes.values()
     return {
         "notes": len(t.state),
+        "indexed": len(t.state.index),
+        "index_slots": t.state.index.num_slots,
+        "sources": len(t.state.sources),
         "links": sum(len(n.links) for n in notes),
         "versions": len(t.state.history),
         "superseded": sum(1 for n in notes if n.invalid_at is not None),
-        "fallbacks": sum(1 for n in notes if n.annotated_by == "embedded-fallback"),
+        "fallbacks": sum(1 for n in notes if n.annotated_by == AnnotatedBy.FALLBACK),
         "problems": list(t.storage.problems) if t.storage else [],
     }
 

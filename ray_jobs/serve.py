@@ -75,6 +75,9 @@ class BatchedQueryEncoder:
         vec = asyncio.run_coroutine_threadsafe(self._encode_one(texts[0]), self.loop).result()
         return vec[None, :]
 
+    def close(self) -> None:
+        self.inner.close()
+
     @serve.batch(max_batch_size=QUERY_BATCH, batch_wait_timeout_s=QUERY_WAIT_S)
     async def _encode_one(self, texts: list[str]) -> list[np.ndarray]:
         return list(self.inner.encode_batch(texts))

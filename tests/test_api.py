@@ -12,20 +12,22 @@ from engine.errors import ConfigError, TenantError
 
 
 def test_exported_names_are_pinned() -> None:
-    assert sorted(engine.__all__) == sorted(
-        [
-            "Config",
-            "Memory",
-            "Note",
-            "Link",
-            "NoteVersion",
-            "Hit",
-            "AmemError",
-            "InputError",
-            "NotFound",
-            "StoreError",
-        ]
-    )
+    assert engine.__all__ == sorted(engine.__all__, key=str.lower)
+    assert set(engine.__all__) == {
+        *("Memory", "Config", "EncoderConfig", "LLMConfig", "WriteConfig", "RecallConfig", "StorageConfig"),
+        *("EncoderKind", "AnnotatorKind", "Device", "Stage", "AnnotatedBy", "VersionCause"),
+        *("Note", "Link", "NoteVersion", "Hit", "Interaction", "TimeLike"),
+        *("AmemError", "ConfigError", "InputError", "TenantError", "NotFound", "StoreError", "StoreLocked"),
+        *("ReadOnlyStore", "CorruptStore", "LLMError", "LLMRetryable", "LLMBadOutput"),
+    }
+    assert all(hasattr(engine, name) for name in engine.__all__)
+
+
+def test_every_public_error_is_exported() -> None:
+    import engine.errors
+
+    errors = {n for n, v in vars(engine.errors).items() if isinstance(v, type) and issubclass(v, Exception)}
+    assert errors <= set(engine.__all__)
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,11 @@ never returns a free dict: backends validate raw model output into these before 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from engine.model.note import Interaction, Note
+from engine.model.note import Note, Stage
 
-STAGES = ("note", "link", "evolve", "answer")
+STAGES = tuple(Stage)
 
 
 @dataclass(slots=True)
@@ -67,8 +67,3 @@ class NeighbourUpdate:
     tags: list[str] | None = None
     supersedes: bool = False
     reason: str = ""
-
-
-@dataclass(slots=True)
-class AnnotateBatch:
-    items: list[Interaction] = field(default_factory=list)

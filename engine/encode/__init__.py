@@ -7,6 +7,7 @@ encoder, offline from its wheel) or an OpenAI-compatible `/v1/embeddings` server
 from __future__ import annotations
 
 from engine.config import Config
+from engine.cost import CostMeter
 from engine.encode.base import Encoder, normalise
 from engine.encode.wordllama import WordLlamaEncoder
 from engine.errors import ConfigError
@@ -14,7 +15,8 @@ from engine.errors import ConfigError
 __all__ = ["Encoder", "WordLlamaEncoder", "make_encoder", "normalise"]
 
 
-def make_encoder(config: Config) -> Encoder:
+def make_encoder(config: Config, cost: CostMeter | None = None) -> Encoder:
+    """The encoder `config.encoder` names; API calls are counted in `cost` (stage 'embed')."""
     if config.encoder.kind == "wordllama":
         return WordLlamaEncoder()
     if config.encoder.kind == "minilm":
@@ -24,5 +26,5 @@ def make_encoder(config: Config) -> Encoder:
     if config.encoder.kind == "api":
         from engine.encode.api import APIEncoder
 
-        return APIEncoder(config)
+        return APIEncoder(config, cost)
     raise ConfigError(f"unknown encoder {config.encoder.kind!r}")

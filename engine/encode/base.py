@@ -15,6 +15,10 @@ class Encoder(Protocol):
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray: ...
 
+    def close(self) -> None:
+        """Release threads, connections or device memory the encoder holds."""
+        ...
+
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)

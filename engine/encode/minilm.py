@@ -69,6 +69,9 @@ class MiniLMEncoder:
         self._config, self._tokenizer, self._weights = _load(str(self.device))
         self.dim = self._config.hidden
 
+    def close(self) -> None:
+        """Nothing to release: the weights are shared, cached per process."""
+
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:

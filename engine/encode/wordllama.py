@@ -20,6 +20,9 @@ class WordLlamaEncoder:
         self.dim = dim
         self._model = _load_wordllama(dim)
 
+    def close(self) -> None:
+        """Nothing to release: the weights are shared, cached per process."""
+
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -10,11 +10,42 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from engine.model.timeutil import utcnow
+
+
+class Stage(StrEnum):
+    """An LLM (or embedded) stage, as counted by the cost meter."""
+
+    NOTE = "note"
+    LINK = "link"
+    EVOLVE = "evolve"
+    EMBED = "embed"
+
+
+class AnnotatedBy(StrEnum):
+    """Which annotator built a note's keywords, tags and context."""
+
+    EMBEDDED = "embedded"
+    LLM = "llm"
+    FALLBACK = "embedded-fallback"
+    """The LLM failed for this note; `amem reannotate` redoes it."""
+
+
+class VersionCause(StrEnum):
+    """What made a note change (kept on each prior version as `stage`)."""
+
+    EVOLVE = "evolve"
+    SUPERSEDE = "supersede"
+    MERGE = "merge"
+    UPDATE = "update"
+    INVALIDATE = "invalidate"
+    ROLLBACK = "rollback"
+    REANNOTATE = "reannotate"
 
 
 def new_id() -> str:
@@ -51,7 +82,7 @@ class Note:
     """Ids of every interaction folded into this note (more than one after a near-duplicate merge)."""
     occurrences: list[datetime] = field(default_factory=list)
     """Times of every repeat merged into this note, the first one included."""
-    annotated_by: str = "embedded"
+    annotated_by: str = AnnotatedBy.EMBEDDED
     """Which annotator built K, G, X: 'embedded', 'llm', or 'embedded-fallback' when the LLM failed."""
     version: int = 1
     created_at: datetime = field(default_factory=utcnow)
@@ -126,7 +157,7 @@ class NoteVersion:
     embedding: np.ndarray | None
     """The vector it had, when known (None: re-encode the restored text, the encoder is deterministic)."""
     stage: str
-    """What changed it: 'evolve', 'supersede', 'merge', 'update', 'invalidate', 'rollback'."""
+    """What changed it: a VersionCause value."""
     cause: str | None
     """Id of the note (or interaction) whose arrival caused the change, if any."""
     changed_at: datetime = field(default_factory=utcnow)

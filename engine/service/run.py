@@ -24,7 +24,9 @@ def serve(
             "(use 127.0.0.1 or give a keys file)"
         )
     if use_ray:
-        from ray_jobs.serve import run_ray
+        from engine.extensions import ray_runner
+
+        run_ray = ray_runner("serve")
 
         run_ray(Path(store), keys, host=host, port=port, replicas=replicas)
         return

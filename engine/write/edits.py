@@ -10,7 +10,7 @@ import numpy as np
 
 from engine.errors import InputError, NotFound
 from engine.model.changes import ChangeSet
-from engine.model.note import Interaction, Note
+from engine.model.note import AnnotatedBy, Interaction, Note
 from engine.model.timeutil import utcnow
 from engine.state.tenant_state import TenantMemory
 from engine.write.evolution import snapshot_version
@@ -64,7 +64,7 @@ def reannotate(tm: TenantMemory, pipeline: WritePipeline, notes: list[Note]) -> 
     items = [Interaction(content=n.content, timestamp=n.timestamp, speaker=n.speaker) for n in notes]
     changes = ChangeSet()
     for before, ann in zip(notes, pipeline.annotator.annotate(items), strict=True):
-        if ann.annotated_by == "embedded-fallback":
+        if ann.annotated_by == AnnotatedBy.FALLBACK:
             continue
         after = before.copy()
         after.keywords, after.tags, after.context, after.annotated_by = (

@@ -23,8 +23,8 @@ import pytest
 from engine import Config, Memory
 from engine.errors import ConfigError, InputError
 from engine.io.ingest import ingest_files
+from engine.io.parquet import parquet_items
 from engine.model.note import Interaction
-from ray_jobs.reader import parquet_items
 from ray_jobs.router import shard_of
 
 ray = pytest.importorskip("ray")

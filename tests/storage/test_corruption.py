@@ -111,7 +111,7 @@ def test_the_template_opens_whole_with_no_problems(store: Path, encoder: Encoder
     with _open(store, encoder) as mem:
         assert _batches_present(mem) == ALL
         assert _problems(mem) == []
-        assert len(mem._tenants[TENANT].state.index) == len(mem.notes(TENANT))
+        assert mem.stats()["tenants"][TENANT]["indexed"] == len(mem.notes(TENANT))
 
 
 NEWEST = "snap-000000000002"

@@ -12,11 +12,11 @@ def test_idle_tenants_are_closed_and_reopen_with_their_notes(store, encoder) -> 
         ids = {
             f"t{i}": mem.add(f"tenant {i} keeps a pet iguana named Iggy{i}", tenant=f"t{i}") for i in range(6)
         }
-        assert len(mem._tenants) == 2  # the four least recently used were snapshotted and closed
+        assert len(mem.resident_tenants()) == 2  # the four least recently used were snapshotted and closed
         for name, nid in ids.items():
             assert mem.get(nid, tenant=name).content.endswith(f"Iggy{name[1:]}")
             assert mem.search("iguana", tenant=name, k=1)[0].note.id == nid
-            assert len(mem._tenants) <= 2
+            assert len(mem.resident_tenants()) <= 2
         assert mem.tenants() == sorted(ids)
 
 

@@ -39,10 +39,9 @@ def test_evolution_rewrites_neighbour_and_reembeds_in_place(mem: Memory, encoder
     assert after.version == before.version + 1
     assert after.context != before.context and "Related:" in after.context
     assert "tahoe" in after.context.lower() and "tahoe" not in tokens(after.content)
-    state = mem._tenants["t"].state
     expected = encoder.encode_batch([after.embedding_text(mem.config.write.max_content_chars)])[0]
-    np.testing.assert_allclose(state.vector(a), expected, rtol=1e-5, atol=1e-6)
-    assert state.index.num_slots == 2  # overwritten where it lay, not appended
+    np.testing.assert_allclose(mem.vector(a, tenant="t"), expected, rtol=1e-5, atol=1e-6)
+    assert mem.stats()["tenants"]["t"]["index_slots"] == 2  # overwritten where it lay, not appended
     [v1] = mem.history(a, tenant="t")
     assert v1.stage == "evolve" and v1.version == 1 and v1.note.context == before.context
 

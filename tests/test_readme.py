@@ -17,7 +17,7 @@ def test_readme_python_example_runs(encoder, monkeypatch) -> None:
     monkeypatch.setattr(
         engine.memory,
         "make_encoder",
-        lambda config: encoder if config.encoder.kind == "wordllama" else real(config),
+        lambda config, cost=None: encoder if config.encoder.kind == "wordllama" else real(config, cost),
     )
     scope: dict[str, object] = {}
     exec(compile(block.group(1), str(README), "exec"), scope)  # noqa: S102 - our own README

@@ -10,15 +10,19 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, WithJsonSchema
 
 from engine.errors import InputError
 from engine.model.note import Hit, Note, NoteVersion
 
 TimeIn = StrictStr | StrictInt | StrictFloat
 MAX_ITEMS = 1000
+# Nullable result fields as {"type": [T, "null"]} rather than pydantic's anyOf: the Python MCP client checks
+# every result against the output schema with jsonschema, and anyOf branches cost it 2-3x (bench/mcp.py).
+OptStr = Annotated[str | None, WithJsonSchema({"type": ["string", "null"]})]
+OptTime = Annotated[datetime | None, WithJsonSchema({"type": ["string", "null"], "format": "date-time"})]
 
 
 class MemoryItem(BaseModel):
@@ -41,9 +45,9 @@ class MemoryItem(BaseModel):
 
 
 class Validity(BaseModel):
-    valid_at: datetime | None = Field(description="When the fact became true.")
-    invalid_at: datetime | None = Field(description="When it stopped being true; null while it still holds.")
-    superseded_by: str | None = Field(description="Id of the memory that replaced it, if one did.")
+    valid_at: OptTime = Field(description="When the fact became true.")
+    invalid_at: OptTime = Field(description="When it stopped being true; null while it still holds.")
+    superseded_by: OptStr = Field(description="Id of the memory that replaced it, if one did.")
 
 
 class Link(BaseModel):
@@ -54,7 +58,7 @@ class Link(BaseModel):
 class MemorySummary(BaseModel):
     id: str
     content: str
-    speaker: str | None
+    speaker: OptStr
     time: datetime = Field(description="When the interaction happened.")
     validity: Validity
 
@@ -64,7 +68,7 @@ class SearchHit(MemorySummary):
     superseded: bool = Field(
         description="True if a later memory replaced this one (shown with as_of/include_superseded)."
     )
-    via: str | None = Field(
+    via: OptStr = Field(
         None, description="Set when this memory was added because a stronger hit links to it: why."
     )
 
@@ -83,7 +87,7 @@ class MemoryDetail(MemorySummary):
 class Version(BaseModel):
     version: int
     stage: str = Field(description="What changed it: evolve, supersede, merge, update, invalidate, rollback.")
-    cause: str | None = Field(description="The memory (or input) whose arrival caused the change, if any.")
+    cause: OptStr = Field(description="The memory (or input) whose arrival caused the change, if any.")
     changed_at: datetime
     before: MemoryDetail = Field(description="The memory as it was before this change.")
 
@@ -107,7 +111,7 @@ class History(BaseModel):
 
 class Page(BaseModel):
     memories: list[MemorySummary]
-    next_cursor: str | None = Field(description="Pass as cursor to get the next page; null on the last page.")
+    next_cursor: OptStr = Field(description="Pass as cursor to get the next page; null on the last page.")
 
 
 class Deleted(BaseModel):

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -46,8 +47,11 @@ def _wait_healthy(url: str, timeout_s: float = 60.0) -> None:
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     keys = tmp_path_factory.mktemp("keys") / "keys.json"
     keys.write_text(json.dumps({"admin_key": "admin-key-0123456789", "keys": {ALICE: "alice", BOB: "bob"}}))
+    yield from _serve(create_app(tmp_path_factory.mktemp("store"), keys))
+
+
+def _serve(app: Any) -> Iterator[str]:
     sock = _free_socket()
-    app = create_app(tmp_path_factory.mktemp("store"), keys)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -60,9 +64,11 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def session(url: str, key: str) -> AsyncIterator[ClientSession]:
+async def session(url: str, key: str = "", **headers: str) -> AsyncIterator[ClientSession]:
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
     async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
         streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
         ClientSession(read, write) as s,
     ):
@@ -138,3 +144,26 @@ def test_http_mcp_without_a_valid_key_is_401(base_url: str, headers: dict[str, s
     accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     r = httpx.post(f"{base_url}/mcp", json=body, headers=headers | accept, timeout=30)
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+
+
+def test_http_without_keys_takes_the_tenant_header_on_loopback_only(tmp_path: Path) -> None:
+    """No keys file (local development): X-Amem-Tenant picks the tenant, and the DNS-rebinding guard
+    turns away a request whose Host is not loopback (what a rebinding web page would send)."""
+    served = _serve(create_app(tmp_path / "store", None))
+    url = next(served)
+
+    async def scenario() -> None:
+        async with session(url, **{"X-Amem-Tenant": "t1"}) as one:
+            (note,) = (await call(one, "add_memory", content="t1 keeps bees"))["ids"]
+        async with session(url, **{"X-Amem-Tenant": "t2"}) as two:
+            assert "no memory with id" in await error(two, "get_memory", id=note)
+
+    try:
+        anyio.run(scenario)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        headers = {"Host": "evil.example", "Accept": "application/json, text/event-stream"}
+        assert httpx.post(f"{url}/mcp", json=body, headers=headers, timeout=30).status_code == 421
+        bad_tenant = httpx.post(f"{url}/mcp", json=body, headers={"X-Amem-Tenant": "../x"}, timeout=30)
+        assert bad_tenant.status_code == 400 and "X-Amem-Tenant" in bad_tenant.text
+    finally:
+        next(served, None)

@@ -1,4 +1,4 @@
-"""`amem` command line: ingest, search, show, stats, reannotate, serve, demo."""
+"""`amem` command line: ingest, search, show, stats, reannotate, serve, mcp, demo."""
 
 from __future__ import annotations
 
@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--ray", action="store_true", help="deploy with Ray Serve replicas")
     sv.add_argument("--replicas", type=int, default=2)
     sv.set_defaults(run=_serve)
+    m = sub.add_parser("mcp", help="serve one tenant's memory to an MCP client over stdio")
+    _common(m)
+    _llm_flags(m)
+    m.set_defaults(run=_mcp)
     d = sub.add_parser("demo", help="ingest the bundled sample chat log and answer a few questions")
     d.add_argument("--store", type=Path, default=Path(".store/demo"))
     d.set_defaults(run=_demo)
@@ -225,6 +229,13 @@ def _serve(args: argparse.Namespace) -> int:
         use_ray=args.ray,
         replicas=args.replicas,
     )
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from engine.service.mcp_stdio import serve_stdio
+
+    serve_stdio(args.store, args.tenant, _config(args))
     return 0
 
 

@@ -6,7 +6,7 @@ PY=${PYTHON:-python3}
 if [[ ! -x .venv/bin/python ]]; then
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import engine, faiss, wordllama, ray, pytest, hypothesis" 2>/dev/null \
+if ! .venv/bin/python -c "import engine, faiss, wordllama, ray, mcp, pytest, hypothesis" 2>/dev/null \
    || [[ pyproject.toml -nt .venv/.amem-installed ]]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "pip==25.3"
   # torch==2.13.0 resolves to the local CPU wheel on these machines; pinned in pyproject.toml.

@@ -36,6 +36,7 @@ from engine.errors import InputError, LLMError, NotFound, StoreError, StoreLocke
 from engine.memory import Memory
 from engine.model.note import Hit, Interaction, Note, NoteVersion
 from engine.service.keys import KeyStore
+from engine.service.mcp_http import mount_mcp
 from engine.service.schemas import (
     AddRequest,
     AddResponse,
@@ -105,6 +106,7 @@ def create_app(store: Path, keys: Path | None, memory: Backend | None = None) ->
     )
     app.state.backend, app.state.keys = backend, key_store
     app.include_router(_router)
+    mount_mcp(app, backend, key_store)  # MCP over streamable HTTP at /mcp, same keys and tenants
     _add_error_handlers(app)
     return app
 

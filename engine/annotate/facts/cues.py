@@ -15,6 +15,7 @@ __all__ = [
     "ADDITIVE",
     "CHANGE",
     "ENDING",
+    "EPISODE",
     "HYPOTHETICAL",
     "NEGATED_PAST",
     "REPLACEMENT",
@@ -82,7 +83,19 @@ NEGATED_PAST = _rx(
 )
 """A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't'."""
 
-STILL = _rx(r"still", r"same old", r"as always", r"as usual", r"(?:as|like) ever", r"for (?:\w+ ){1,3}now")
+EPISODE = _rx(
+    r"last night", r"yesterday", r"this morning", r"tonight", r"the other day", r"last (?:week|weekend)"
+)
+"""A one-off episode ('went to bed at 2am last night'), not a new standing value."""
+
+STILL = _rx(
+    r"still",
+    r"same old",
+    r"as always",
+    r"as usual",
+    r"(?:as|like) ever",
+    r"for (?:\w+ ){0,2}(?:years?|months?|weeks?|days?|decades?|ages|a while) now",
+)
 """Continuity: 'still in Portland', 'still at 110k', 'vegan for three years now'."""
 
 ENDING = _rx(
@@ -122,7 +135,7 @@ CHANGE = _rx(
     r"now",
     r"nowadays",
     r"these days",
-    r"since",
+    r"since(?! (?:we|I|you) (?:last|talked|spoke|chatted|saw))",
     r"instead",
     r"switched",
     r"switching",
@@ -141,7 +154,6 @@ CHANGE = _rx(
     r"rescheduled",
     r"enrolled",
     r"took over",
-    r"anymore",
     r"jumped",
     r"went up",
     r"went down",
@@ -203,7 +215,7 @@ _PRONOUN_SUBJECT = re.compile(r"^\W*(?:he|she|he's|she's)\b", re.I)  # not 'they
 _NAMED_OWNER = re.compile(r"^\W*(?P<name>[A-Z][a-z]+)'s\s+(?!my\b|our\b|the\b|a\b|an\b|been\b|not\b)[a-z]\w*")
 _NUMBER = re.compile(r"\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th|%))?", re.I)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'&-]*(?:\s+(?:[A-Z0-9][\w'&-]*))*")
-_WORD_OR_MARK = re.compile(r"[a-z][a-z'-]+|[^\w\s]")
+_WORD_OR_MARK = re.compile(r"[a-z][a-z'-]*|[^\w\s]")
 """Words, and the marks between them: a comma ends a compound ('my number, save it')."""
 _GENERIC = frozenset(
     "really pretty honestly basically totally like lol haha yeah ok okay good great nice day days week weeks "
@@ -216,7 +228,13 @@ _GENERIC = frozenset(
 
 
 def normalise(text: str) -> str:
-    return text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    """Straight quotes; no stage directions ('[shares a photo of ...]'); no vocatives ('Thanks, John!')."""
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    return _VOCATIVE.sub("", _STAGE.sub(" ", text)).strip()
+
+
+_STAGE = re.compile(r"\[[^\]]*\]")
+_VOCATIVE = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!?.,])|\b(?:Hey|Hi|Hello)\s+[A-Z][a-z]+\b")
 
 
 def first_match(pattern: re.Pattern[str], text: str) -> str | None:
@@ -233,7 +251,7 @@ def is_question(text: str) -> bool:
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _PAST_EVENT = re.compile(
     r"\b(?:went|was|were|did|had|saw|watched|finished|fixed|spent|made|took|came|tried|visited|met|ate|"
-    r"played|forgot|loved|enjoyed)\b",
+    r"played|forgot|loved|enjoyed|used to)\b",
     re.I,
 )
 _PRESENT = re.compile(
@@ -296,8 +314,14 @@ def content_stems(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, w in enumerate(words):
         if content[i] and not (i + 1 < len(words) and content[i + 1]):
-            out.setdefault(stem(w), w)
+            out.setdefault(_stem(w), w)
     return out
+
+
+def _stem(word: str) -> str:
+    """engine.text.stem, with a doubled final consonant undone: 'shopping' and 'shop' share 'shop'."""
+    s = stem(word)
+    return s[:-1] if s != word and len(s) > 3 and s[-1] == s[-2] and s[-1] not in "aeiouls" else s
 
 
 def _is_content(w: str) -> bool:

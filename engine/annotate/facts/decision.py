@@ -29,11 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.annotate.facts import cues
-from engine.annotate.facts.rules import frame_attribute
+from engine.annotate.facts.rules import frame_attribute, frame_distinct
 from engine.annotate.facts.rules import supersedes as frame_supersedes
 
 __all__ = ["HIGH", "LOW", "Decision", "Statement", "confirm", "decide", "masked", "similarity"]
 
+MAX_WORDS = 25
+"""Beyond this the general path stays out: a long chat turn touches many topics, so a shared word or a
+close embedding is coincidence more often than one attribute (the frame lexicon still reads such turns)."""
 HIGH = 0.50
 """Masked-statement cosine (WordLlama) at which two statements address the same attribute on their own."""
 LOW = 0.30
@@ -74,11 +77,17 @@ def decide(old: Statement, new: Statement, similarity: float | None = None) -> D
     if guard is not None:
         return guard
     frame = frame_supersedes(old_text, old.speaker, new_text, new.speaker)
-    if frame is not None:
+    if frame is not None:  # the lexicon resolves speakers itself: 'the meeting' is anyone's to move
         return Decision(True, f"superseded: same attribute (frame) {frame}", attribute=frame.split(":")[0])
+    if _other_speaker(old.speaker, new.speaker):
+        return Decision.keep(f"other speaker '{new.speaker}'")
     ended = cues.first_match(cues.ENDING, masked(new_text))
     if not ended and (known := frame_attribute(old_text, old.speaker, new_text, new.speaker)):
         return Decision.keep(f"same attribute (frame) '{known}', same value")
+    if distinct := frame_distinct(old_text, old.speaker, new_text, new.speaker):
+        return Decision.keep(f"different attributes (frame) {distinct}")
+    if len(old_text.split()) > MAX_WORDS or len(new_text.split()) > MAX_WORDS:
+        return Decision.keep(f"longer than {MAX_WORDS} words and not read by the lexicon")
     attribute = _same_attribute(old_text, new_text, similarity)
     if attribute is None:
         return Decision.keep("no shared attribute")
@@ -93,6 +102,8 @@ def confirm(old: Statement, new: Statement, similarity: float | None, claim: str
     it stands only when no guard fires and the two statements share an attribute."""
     old_text, new_text = cues.normalise(old.text), cues.normalise(new.text)
     guard = _guard(old, new, old_text, new_text)
+    if guard is None and _other_speaker(old.speaker, new.speaker):
+        guard = Decision.keep(f"other speaker '{new.speaker}'")
     if guard is not None:
         return Decision.keep(f"{guard.reason.removeprefix('kept: ')} (overruled: {claim})")
     frame = frame_supersedes(old_text, old.speaker, new_text, new.speaker)
@@ -103,8 +114,9 @@ def confirm(old: Statement, new: Statement, similarity: float | None, claim: str
 
 
 def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Decision | None:
-    if _other_speaker(old.speaker, new.speaker):
-        return Decision.keep(f"other speaker '{new.speaker}'")
+    """Reasons in the text to keep the old fact (the speaker check comes after the lexicon's own)."""
+    if old_text.strip().lower() == new_text.strip().lower():
+        return Decision.keep("same statement")
     if cues.is_question(new_text):
         return Decision.keep("new statement is a question")
     if cues.is_question(old_text):
@@ -156,6 +168,12 @@ def _same_attribute(old_text: str, new_text: str, similarity: float | None) -> s
     return None
 
 
+def _ends_old_thing(old_text: str, new_text: str, cue: str) -> bool:
+    """The words after an ending cue name something of the old statement: 'shelved the budgeting app'."""
+    after = new_text.lower().partition(cue)[2].split()[:4]
+    return bool(cues.content_stems(" ".join(after)).keys() & cues.content_stems(old_text).keys())
+
+
 def _says(text: str, value: str) -> bool:
     """The text names the value, wherever it stands ('Acme pays me' names 'acme')."""
     return bool(re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", text, re.I))
@@ -181,14 +199,18 @@ def _change(old_text: str, new_text: str, similarity: float) -> str | None:
     old_values, new_values = cues.values(old_text), cues.values(new_text)
     kept = {v for v in old_values if _says(new_text, v)}
     new_text = masked(new_text)  # a cue inside a name ('New York') is no cue
-    if ending := cues.first_match(cues.ENDING, new_text):
-        return f"ending cue '{ending}'"
+    ending = cues.first_match(cues.ENDING, new_text)
+    if ending:  # 'not in Paris anymore' ends Paris, not New York
+        names_old = kept or not old_values or not new_values or _ends_old_thing(old_text, new_text, ending)
+        return f"ending cue '{ending}'" if names_old else None
     if old_values and kept == old_values:
         return None  # every value of the old statement is said again: a restatement
     if cue := cues.first_match(cues.CHANGE, new_text):
         return f"change cue '{cue}'"
+    if cues.first_match(cues.EPISODE, new_text):
+        return None  # 'I went to bed at 2am last night': an episode, not a new standing value
     weak = cues.first_match(cues.WEAK_CHANGE, new_text)
-    if weak and similarity >= MID and not cues.is_past_event(new_text):
+    if weak and similarity >= HIGH:
         return f"change cue '{weak}'"
     gone, came = sorted(old_values - kept), sorted(new_values - old_values)
     if gone and came:

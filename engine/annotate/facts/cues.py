@@ -40,7 +40,7 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 
 ADDITIVE = re.compile(
     r"\b(?:also|as well|another|in addition|additionally|on top of|added|besides|both)\b"
-    r"|\b(?:a|my|our|the) second\b|\btoo\b\s*(?:[,.!;:)]|$)",
+    r"|\b(?:a|my|our|the) second\b|\btoo\b\s*(?:[-,.!;:)]|$)",
     re.I,
 )
 """The new fact joins the old one: 'I also adopted a cat', 'shellfish too', 'a second job'."""
@@ -63,6 +63,8 @@ HYPOTHETICAL = _rx(
     r"dream(?:ed|ing|s)? (?:of|about)",
     r"always dreamed",
     r"wish",
+    r"tomorrow",
+    r"next (?:week|weekend|month|year)",
     r"one day",
 )
 """Not (yet) true: 'if I got the job I'd move', 'someday I want an EV', 'considering going vegetarian'."""
@@ -80,6 +82,7 @@ NEGATED_PAST = _rx(
     r"that was (?:my|his|her|their)",
     r"not true",
     r"wasn'?t me",
+    r"(?:won'?t|will not|don'?t|do not|never) (?:\w+ )?(?:quit|give up|stop|leave)",
 )
 """A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't'."""
 
@@ -132,10 +135,10 @@ ENDING = _rx(
 """The old fact ended, even when its value is named again: 'sold the Outback', 'took me off lisinopril'."""
 
 CHANGE = _rx(
-    r"now",
+    r"(?<!for )(?<!right )now",
     r"nowadays",
     r"these days",
-    r"since(?! (?:we|I|you) (?:last|talked|spoke|chatted|saw))",
+    r"(?<!while )since(?! (?:then|forever|childhood|(?:we|I|you) (?:last|talked|spoke|chatted|saw|was|were)))",
     r"instead",
     r"switched",
     r"switching",
@@ -211,7 +214,10 @@ _THIRD_SUBJECT = re.compile(
 _RELATION_WORDS = frozenset(re.findall(r"[a-z-]+", _RELATIONS.replace("s?", "")))
 """Who a fact is about, not what: 'my sister lives...' and 'my sister got...' share no attribute."""
 _FIRST_SUBJECT = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|we|we're|we've|we'll)\b")
-_PRONOUN_SUBJECT = re.compile(r"^\W*(?:he|she|he's|she's)\b", re.I)  # not 'they': often a company
+_FIRST_OBJECT = re.compile(r"\b(?:me|my|mine|us|our)\b", re.I)  # 'you can reach me at ...' is the speaker's
+_PRONOUN_SUBJECT = re.compile(
+    r"^\W*(?:he|she|he's|she's|you|you're|you've|your)\b", re.I
+)  # not 'they': often a company
 _NAMED_OWNER = re.compile(r"^\W*(?P<name>[A-Z][a-z]+)'s\s+(?!my\b|our\b|the\b|a\b|an\b|been\b|not\b)[a-z]\w*")
 _NUMBER = re.compile(r"\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th|%))?", re.I)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'&-]*(?:\s+(?:[A-Z0-9][\w'&-]*))*")
@@ -273,7 +279,7 @@ def third_party(text: str) -> str | None:
     if m:
         return f"my {m.group('rel').lower()}"
     m2 = _PRONOUN_SUBJECT.search(text)
-    if m2:
+    if m2 and not (m2.group(0).strip().lower().startswith("you") and _FIRST_OBJECT.search(text)):
         return m2.group(0).strip().lower()
     m3 = _NAMED_OWNER.search(text)
     return m3.group("name").lower() if m3 else None

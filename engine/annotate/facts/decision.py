@@ -209,9 +209,6 @@ def _change(old_text: str, new_text: str, similarity: float) -> str | None:
         return f"change cue '{cue}'"
     if cues.first_match(cues.EPISODE, new_text):
         return None  # 'I went to bed at 2am last night': an episode, not a new standing value
-    weak = cues.first_match(cues.WEAK_CHANGE, new_text)
-    if weak and similarity >= HIGH:
-        return f"change cue '{weak}'"
     gone, came = sorted(old_values - kept), sorted(new_values - old_values)
     if gone and came:
         return f"value '{gone[0]}' -> '{came[0]}'"

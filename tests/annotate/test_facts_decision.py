@@ -157,3 +157,26 @@ def test_embedded_evolve_records_the_decision_and_vetoes_an_unfounded_llm_claim(
     good = [[NeighbourUpdate(target=old.id, supersedes=True, reason="new medication")]]
     [[kept]] = ann.vet_supersessions([EvolveRequest(new, [old])], good)
     assert kept.supersedes and kept.reason.endswith("new medication")
+
+
+def test_the_reason_is_recorded_on_the_retired_version_and_survives_the_record_codec() -> None:
+    from engine import Memory
+    from engine.model.records import version_from_record, version_to_record
+
+    with Memory() as mem:
+        old = mem.add(
+            "My manager is Tom, he is hands-off.",
+            tenant="x",
+            timestamp="2024-01-01T00:00:00+00:00",
+            speaker="Lena",
+        )
+        new = mem.add(
+            "Priya is my manager now since the reorg.",
+            tenant="x",
+            timestamp="2024-03-01T00:00:00+00:00",
+            speaker="Lena",
+        )
+        [version] = [v for v in mem.history(old, tenant="x") if v.stage == "supersede"]
+    assert version.cause == new
+    assert version.reason == "superseded: same attribute 'my manager', change cue 'now'"
+    assert version_from_record(version_to_record(version)).reason == version.reason

@@ -20,11 +20,9 @@ __all__ = [
     "NEGATED_PAST",
     "REPLACEMENT",
     "STILL",
-    "WEAK_CHANGE",
     "possessed",
     "content_stems",
     "is_past_event",
-    "numbers",
     "first_match",
     "is_question",
     "masked",
@@ -167,27 +165,6 @@ CHANGE = _rx(
 REPLACEMENT = _rx(r"instead", r"no longer", r"any ?more", r"switched", r"replaced", r"swapped", r"traded")
 """Cues that name a replacement outright: a shared word then suffices for the attribute."""
 
-WEAK_CHANGE = _rx(
-    r"new",
-    r"just",
-    r"finally",
-    r"started",
-    r"starting",
-    r"became",
-    r"become",
-    r"got",
-    r"getting",
-    r"bought",
-    r"joined",
-    r"picked up",
-    r"lately",
-    r"recently",
-    r"went",
-    r"turned",
-    r"handles",
-)
-"""Words that often, not always, report a change ('got', 'new', 'just'): they count only for close wording."""
-
 _POSSESSED = re.compile(
     r"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|old|current|usual|favou?rite)\s+)?([a-z]+)(?='s|\s+(?:is|are|was|'s|now|since|"
     r"these|named|called|[A-Z])\b|\s*[,.!;:]|$)"
@@ -292,10 +269,6 @@ def values(text: str) -> set[str]:
         found |= {w.lower().removesuffix("'s") for w in m.group(0).split() if w not in _NOT_VALUES}
     found |= {w.replace(",", "") for w in found}
     return {v for v in found if v and v not in STOPWORDS and v.rstrip("s") not in _CALENDAR}
-
-
-def numbers(text: str) -> set[str]:
-    return {v for v in values(text) if v[:1].isdigit()}
 
 
 _NOT_VALUES = frozenset(("I", "I'm", "I've", "I'd", "I'll"))

@@ -3,18 +3,20 @@
 `decide(old, new, similarity)` answers with a `Decision` whose `reason` is recorded on the retired
 version ("superseded: same attribute 'manager', change cue 'since'"). The steps, in order:
 
-1. Guards, each a reason to keep the old fact: another speaker said it; the new statement is a question;
-   it is a negated past ("never did quit", "almost sold"), a hypothetical ("if I got the job I'd move",
-   "someday"), additive ("also", "too", "another", "on top of"), or continuity ("still"); its subject is a
-   third party ("my brother moved") the old statement was not about.
-2. Same attribute: the attribute-frame lexicon (engine.annotate.facts.rules) recognises both facts (and then
-   decides: a changed value supersedes, the same value is kept); or the
-   two statements with their values masked (numbers and names -> placeholders) are close in embedding
-   space (`similarity`, computed by the caller from `masked()` texts); or they share a content word (a
-   head noun or verb such as 'manager', 'work', 'drive') and are at least moderately close.
-3. A change: an ending cue ("sold", "no longer", "quit"), a change cue ("now", "these days", "since",
-   "switched", "new"), or a different value (a name or number of the old statement missing from the new
-   one, and a new one in its place). A new statement that repeats every value of the old one restates it.
+1. Guards, each a reason to keep the old fact: the same statement; a question (new or old); an old
+   statement that narrates a past event; a new one that is a negated past ("never did quit", "almost sold"),
+   hypothetical ("if I got the job I'd move", "someday"), additive ("also", "too", "another", "on top of"),
+   continuity ("still"), or about a third party ("my brother moved") the old statement was not about.
+2. The attribute-frame lexicon (engine.annotate.facts.rules), when it reads both facts: a changed value
+   supersedes (it resolves subjects itself: 'the meeting' is anyone's to move); the same value, or amounts
+   of two different things, is kept. Otherwise another speaker's statement is kept.
+3. Same attribute (statements up to MAX_WORDS words): a shared possessed noun ('my manager'); a shared
+   head noun or verb with the masked statements (numbers and names -> placeholders) at least moderately
+   close in embedding space (`similarity`, computed by the caller from `masked()` texts); the old value
+   named again next to a change cue; a name or number replaced in close statements; or very close wording.
+4. A change: an ending cue naming the old thing ("sold the Outback", "no longer", "quit"), or, unless every
+   old value is said again (a restatement), a change cue ("now", "these days", "since the reorg",
+   "switched", "instead") or a value replaced (an old name or number gone, a new one in its place).
 
 The decision leans towards keeping: a missed supersession leaves two notes current, a wrong one hides a
 true fact from default search.

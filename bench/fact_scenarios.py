@@ -6,6 +6,8 @@ Kinds:
 - additive:     the new statement adds to the old ("I also adopted a cat"); nothing is retired.
 - third_person: the new statement is about someone else (a relative, a named person, another speaker).
 - restated:     the new statement repeats the old value; nothing is retired.
+- other_speaker, hypothetical, negated (blind set only): another speaker's statement, a plan or wish, a change
+                that did not happen ("I never did quit"); nothing is retired and `current` is in the old note.
 
 `current`: substrings, one of which the top hit must contain now. `retired`: a substring of the old note:
 absent from default search for supersede, still present for the other kinds.
@@ -13,9 +15,13 @@ absent from default search for supersede, still present for the other kinds.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
-KINDS = ("supersede", "additive", "third_person", "restated")
+KINDS = ("supersede", "additive", "third_person", "restated", "other_speaker", "hypothetical", "negated")
+BLIND = Path(__file__).with_name("fact_scenarios_blind.json")
+"""205 scenarios written blind (without reading the rules), split into dev and heldout halves."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,8 @@ class Scenario:
     """Who says the new statement; None = the same speaker."""
     t1: str = "2024-03-01T10:00:00+00:00"
     t2: str = "2024-05-01T10:00:00+00:00"
+    split: str = "old92"
+    """'old92' (this file), or the blind set's 'dev' / 'heldout'."""
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
@@ -79,6 +87,35 @@ def fillers_for(index: int, count: int = 5) -> list[str]:
     """A rotating window of the pool, so each scenario gets different chit-chat."""
     start = (index * 3) % len(FILLERS)
     return [FILLERS[(start + i) % len(FILLERS)] for i in range(count)]
+
+
+def load_blind(splits: tuple[str, ...] = ("dev", "heldout"), path: Path = BLIND) -> list[Scenario]:
+    """The blind scenarios of the given splits (bench only: develop on dev, score heldout once)."""
+    fields = (
+        "name",
+        "kind",
+        "speaker",
+        "old",
+        "new",
+        "query",
+        "current",
+        "retired",
+        "new_speaker",
+        "t1",
+        "t2",
+    )
+    out = []
+    for i, row in enumerate(json.loads(path.read_text())):
+        try:
+            if row["split"] in splits:
+                values = {f: row[f] for f in fields} | {
+                    "current": tuple(row["current"]),
+                    "split": row["split"],
+                }
+                out.append(Scenario(**values))
+        except (KeyError, AssertionError, TypeError) as exc:
+            raise ValueError(f"{path}: scenario {i} ({row.get('name')!r}): bad field: {exc!r}") from exc
+    return out
 
 
 def _sup(name: str, speaker: str, old: str, new: str, query: str, current: str, retired: str) -> Scenario:

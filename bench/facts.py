@@ -1,7 +1,12 @@
-"""Fact supersession: do the rules (engine.annotate.facts.rules) and the engine retire what stopped being true?
+"""Fact supersession: does the decision (engine.annotate.facts.decision) and the engine retire what stopped
+being true, and nothing else?
 
-    python -m bench.facts               # rules, then the full engine run (embedded annotator)
-    python -m bench.facts --rules-only  # just the rules: verdict per scenario, no false hits on chit-chat
+    python -m bench.facts --split dev              # develop here: the blind set's dev half
+    python -m bench.facts --split heldout          # score once, after the mechanism is frozen
+    python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
+    python -m bench.facts --split dev --rules-only # the decision alone, no engine run
+
+Sets: old92 (bench/fact_scenarios.py) and the blind set (bench/fact_scenarios_blind.json, dev/heldout).
 
 Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t1), then the new statement
 (t2); the scenario's question is asked now and as of the midpoint of t1 and t2.
@@ -9,7 +14,8 @@ Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t
 - as_of_ok:  the top hit is the old note; the new note is absent (it did not exist yet).
 - marked_ok: supersede: the old note has invalid_at = t2 and superseded_by = the new note's id;
              other kinds: the old note is still current (nothing wrongly retired).
-Results: bench/results/facts.json.
+- false_sup: a non-supersede scenario whose old (true) fact was retired: the worst error, its own column.
+Results: bench/results/facts-<split>.json.
 """
 
 from __future__ import annotations
@@ -20,18 +26,26 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bench.common import table, write_json
-from bench.fact_scenarios import KINDS, SCENARIOS, Scenario, fillers_for
-from engine.annotate.facts.rules import supersedes
+from bench.fact_scenarios import KINDS, SCENARIOS, Scenario, fillers_for, load_blind
+from engine.annotate.facts.decision import Statement, decide, similarity
+from engine.encode import Encoder, WordLlamaEncoder
 
 RETIRING = ("supersede",)
 
 
 # --- rules alone ----------------------------------------------------------------------
-def rules_case(s: Scenario, index: int) -> dict[str, Any]:
-    reason = supersedes(s.old, s.speaker, s.new, s.speaker_of_new)
+def _retires(enc: Encoder, old: str, old_speaker: str, new: str, new_speaker: str) -> str | None:
+    d = decide(
+        Statement(old, old_speaker), Statement(new, new_speaker), similarity(enc.encode_batch, old, new)
+    )
+    return d.reason if d.supersedes else None
+
+
+def rules_case(enc: Encoder, s: Scenario, index: int) -> dict[str, Any]:
+    reason = _retires(enc, s.old, s.speaker, s.new, s.speaker_of_new)
     fillers = fillers_for(index)
-    false_hits = [f for f in fillers if supersedes(f, s.speaker, s.new, s.speaker_of_new)]
-    false_hits += [f for f in fillers if supersedes(s.old, s.speaker, f, s.speaker)]
+    false_hits = [f for f in fillers if _retires(enc, f, s.speaker, s.new, s.speaker_of_new)]
+    false_hits += [f for f in fillers if _retires(enc, s.old, s.speaker, f, s.speaker)]
     verdict_ok = (reason is not None) == (s.kind in RETIRING)
     return {
         "name": s.name,
@@ -45,7 +59,8 @@ def rules_case(s: Scenario, index: int) -> dict[str, Any]:
 
 
 def rules_only(scenarios: Sequence[Scenario]) -> list[dict[str, Any]]:
-    return [rules_case(s, i) for i, s in enumerate(scenarios)]
+    enc = WordLlamaEncoder()
+    return [rules_case(enc, s, i) for i, s in enumerate(scenarios)]
 
 
 # --- the whole engine -----------------------------------------------------------------------
@@ -66,6 +81,9 @@ def engine_case(mem: Any, s: Scenario, index: int) -> dict[str, Any]:
     return {
         "name": s.name,
         "kind": s.kind,
+        "reason": next((v.reason for v in mem.history(old.id, tenant=tenant) if v.stage == "supersede"), None)
+        if old.invalid_at
+        else None,
         **_judge(s, now, now_all, then, then_all, old, new_id, t2),
         "top_now": [h.note.content for h in now[:3]],
         "top_then": [h.note.content for h in then[:3]],
@@ -91,7 +109,8 @@ def _judge(
         marked_ok = old.invalid_at == t2 and old.superseded_by == new_id
     else:
         marked_ok = old.invalid_at is None and s.old in contents_now
-    return {"now_ok": now_ok, "as_of_ok": as_of_ok, "marked_ok": marked_ok}
+    false_sup = not retires and old.invalid_at is not None
+    return {"now_ok": now_ok, "as_of_ok": as_of_ok, "marked_ok": marked_ok, "false_sup": false_sup}
 
 
 def run_engine(scenarios: Sequence[Scenario]) -> list[dict[str, Any]]:
@@ -124,32 +143,39 @@ def summarise(rows: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str,
     ]
 
 
+def scenarios_of(split: str) -> list[Scenario]:
+    return list(SCENARIOS) if split == "old92" else load_blind((split,))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rules-only", action="store_true", help="evaluate engine.annotate.facts.rules alone")
+    ap.add_argument("--split", choices=("dev", "heldout", "old92"), default="dev")
+    ap.add_argument("--rules-only", action="store_true", help="evaluate the decision alone")
     args = ap.parse_args(argv)
-    rules = rules_only(SCENARIOS)
+    scenarios = scenarios_of(args.split)
+    rules = rules_only(scenarios)
     rule_keys = ["verdict_ok", "filler_ok", "rules_ok"]
     payload: dict[str, Any] = {
-        "scenarios": len(SCENARIOS),
+        "split": args.split,
+        "scenarios": len(scenarios),
         "rules": summarise(rules, rule_keys),
         "rule_failures": [r for r in rules if not r["rules_ok"]],
     }
     print("rules alone\n" + table(payload["rules"], ["kind", "n", *rule_keys]))
     _print_failures(payload["rule_failures"], "reason")
     if not args.rules_only:
-        payload.update(_full_run(rules))
-    path = write_json("facts", payload)
+        payload.update(_full_run(scenarios, rules))
+    path = write_json(f"facts-{args.split}" + ("-rules" if args.rules_only else ""), payload)
     print(f"\nwrote {path}")
     return 0
 
 
-def _full_run(rules: list[dict[str, Any]]) -> dict[str, Any]:
-    rows = run_engine(SCENARIOS)
+def _full_run(scenarios: list[Scenario], rules: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = run_engine(scenarios)
     for rule, row in zip(rules, rows, strict=True):
         row["ok"] = row["now_ok"] and row["as_of_ok"] and row["marked_ok"]
         row["why"] = None if row["ok"] else diagnose(rule, row)
-    keys = ["now_ok", "as_of_ok", "marked_ok", "ok"]
+    keys = ["now_ok", "as_of_ok", "marked_ok", "false_sup", "ok"]
     summary = summarise(rows, keys)
     print("\nfull engine (embedded annotator)\n" + table(summary, ["kind", "n", *keys]))
     failures = [r for r in rows if not r["ok"]]

@@ -8,10 +8,11 @@
 - link:   at most `max_links` of the strongest candidates; a candidate is linked when its cosine to the new
           note reaches `link_threshold`, or when they share two or more keywords (or a proper name) and the
           cosine reaches `link_keyword_threshold`, or when
-          the new note supersedes the candidate's fact (engine.annotate.facts.rules).
+          the new note supersedes the candidate's fact (engine.annotate.facts.decision).
 - evolve: every linked neighbour gains the new note's leading keywords it lacks, the new note's tags, and
           a "Related:" clause in its context naming the new note's topic and date (the newest two kept);
-          it is marked superseded when engine.annotate.facts.rules says the new note replaces its fact.
+          it is marked superseded when engine.annotate.facts.decision says the new note replaces its fact
+          (the Decision's reason is recorded on the retired version).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-import engine.annotate.facts.rules as facts
+from engine.annotate.facts.decision import Decision, Statement, confirm, decide, similarity
 from engine.annotate.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
 from engine.config import Config
 from engine.encode import Encoder
@@ -60,6 +61,8 @@ class EmbeddedAnnotator:
         self.encoder = encoder
         self._topic_names = list(TOPICS)
         self._topic_vecs = encoder.encode_batch([f"{n}: {d}" for n, d in TOPICS.items()])
+        self._masked: dict[str, np.ndarray] = {}
+        """Masked-text vectors for the supersession decision: each note is compared with many candidates."""
 
     # --- stage: note --------------------------------------------------------
     def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
@@ -101,9 +104,9 @@ class EmbeddedAnnotator:
         return chosen[: self.config.write.max_links]
 
     def _link_reason(self, new: Note, new_kw: dict[str, str], old: Note, score: float) -> str | None:
-        replaced = facts.supersedes(old.content, old.speaker, new.content, new.speaker)
-        if replaced:
-            return f"updates fact: {replaced}"
+        decision = self.supersession(old, new)
+        if decision.supersedes:
+            return f"updates fact: {decision.reason.removeprefix('superseded: ')}"
         shared = [new_kw[s] for s in new_kw.keys() & _stems(old.keywords).keys()]
         if score >= self.config.write.link_threshold:
             return f"similar (cosine {score:.2f})" + (
@@ -125,11 +128,45 @@ class EmbeddedAnnotator:
         base, *related = old.context.split(" Related: ")
         clause = f"{new.speaker or 'someone'} on {new.timestamp:%d %B %Y} about {', '.join(new.keywords[:3])}"
         context = " Related: ".join([base, *related[-1:], clause])
-        replaced = facts.supersedes(old.content, old.speaker, new.content, new.speaker)
-        reason = f"superseded: {replaced}" if replaced else f"evolved by {new.id}"
+        decision = self.supersession(old, new)
+        reason = decision.reason if decision.supersedes else f"evolved by {new.id}"
         return NeighbourUpdate(
-            target=old.id, context=context, keywords=kws, tags=tags, supersedes=bool(replaced), reason=reason
+            target=old.id,
+            context=context,
+            keywords=kws,
+            tags=tags,
+            supersedes=decision.supersedes,
+            reason=reason,
         )
+
+    # --- supersession -----------------------------------------------------------------------------
+    def supersession(self, old: Note, new: Note) -> Decision:
+        """engine.annotate.facts.decision on two notes, with the similarity of their masked texts."""
+        sim = similarity(self._encode_masked, old.content, new.content)
+        return decide(Statement(old.content, old.speaker), Statement(new.content, new.speaker), sim)
+
+    def vet_supersessions(
+        self, requests: Sequence[EvolveRequest], answers: list[list[NeighbourUpdate]]
+    ) -> list[list[NeighbourUpdate]]:
+        """Another judge's (the LLM's) supersessions, each kept only if the same guards let it stand."""
+        for req, updates in zip(requests, answers, strict=True):
+            olds = {n.id: n for n in req.neighbours}
+            for update in updates:
+                old = olds.get(update.target)
+                if update.supersedes and old is not None and not update.reason.startswith("superseded: "):
+                    sim = similarity(self._encode_masked, old.content, req.note.content)
+                    new = Statement(req.note.content, req.note.speaker)
+                    decision = confirm(Statement(old.content, old.speaker), new, sim, update.reason or "llm")
+                    update.supersedes, update.reason = decision.supersedes, decision.reason
+        return answers
+
+    def _encode_masked(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._masked]
+        if missing:
+            if len(self._masked) > 100_000:
+                self._masked.clear()
+            self._masked.update(zip(missing, self.encoder.encode_batch(missing), strict=True))
+        return np.stack([self._masked[t] for t in texts])
 
     def close(self) -> None:
         pass

@@ -95,7 +95,10 @@ class LLMAnnotator:
                 raw, requests[asked[j]].neighbours, max_keywords=kw, max_tags=tags
             ),
         )
-        return self._settle("evolve", requests, asked, results, self._fallback.evolve)
+        answers = self._settle("evolve", requests, asked, results, self._fallback.evolve)
+        # One decision for both backends: the embedded guards veto an LLM supersession without a shared attribute.
+        vet = getattr(self._fallback, "vet_supersessions", None)
+        return vet(requests, answers) if vet is not None else answers
 
     def close(self) -> None:
         self._backend.close()

@@ -161,6 +161,8 @@ class NoteVersion:
     cause: str | None
     """Id of the note (or interaction) whose arrival caused the change, if any."""
     changed_at: datetime = field(default_factory=utcnow)
+    reason: str = ""
+    """Why, in words, when a judge said so ("superseded: same attribute 'manager', change cue 'since'")."""
 
 
 @dataclass(slots=True)

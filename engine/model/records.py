@@ -74,6 +74,7 @@ def version_to_record(v: NoteVersion) -> dict[str, Any]:
         "stage": v.stage,
         "cause": v.cause,
         "changed_at": to_epoch(v.changed_at),
+        **({"reason": v.reason} if v.reason else {}),
     }
 
 
@@ -87,6 +88,7 @@ def version_from_record(rec: dict[str, Any]) -> NoteVersion:
         stage=rec["stage"],
         cause=rec.get("cause"),
         changed_at=from_epoch(rec["changed_at"]),  # type: ignore[arg-type]
+        reason=rec.get("reason", ""),
     )
 
 

@@ -14,7 +14,12 @@ from engine.model.note import Note, NoteVersion
 
 
 def snapshot_version(
-    note: Note, stage: str, cause: str | None, at: datetime, embedding: np.ndarray | None = None
+    note: Note,
+    stage: str,
+    cause: str | None,
+    at: datetime,
+    embedding: np.ndarray | None = None,
+    reason: str = "",
 ) -> NoteVersion:
     return NoteVersion(
         note_id=note.id,
@@ -24,6 +29,7 @@ def snapshot_version(
         stage=stage,
         cause=cause,
         changed_at=at,
+        reason=reason,
     )
 
 

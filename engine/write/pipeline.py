@@ -64,11 +64,11 @@ class _Batch:
             return self.new[self.pos[note_id]]
         return self.changed.get(note_id) or self.tm.get(note_id)
 
-    def change(self, before: Note, after: Note, stage: str, cause: str | None) -> None:
+    def change(self, before: Note, after: Note, stage: str, cause: str | None, reason: str = "") -> None:
         """Record `before` as a version and make `after` the latest state."""
         first_change = before.id in self.tm.notes and before.id not in self.changed
         vec = self.tm.vector(before.id) if first_change else None
-        self.versions.append(snapshot_version(before, stage, cause, self.now, vec))
+        self.versions.append(snapshot_version(before, stage, cause, self.now, vec, reason))
         if self.is_new(after.id):
             self.new[self.pos[after.id]] = after
         else:
@@ -233,7 +233,9 @@ class WritePipeline:
                 before = batch.current(update.target)
                 after, stage = apply_update(before, update, req.note, batch.now)
                 if stage is not None:
-                    batch.change(before, after, stage, req.note.id)
+                    batch.change(
+                        before, after, stage, req.note.id, update.reason if stage == "supersede" else ""
+                    )
                 if stage == "supersede":
                     self._carry_forward(batch, req.note.id, before, update.reason)
 

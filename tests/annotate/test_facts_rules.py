@@ -1,4 +1,8 @@
-"""engine.annotate.facts.rules: which new statements retire an old fact. Pure rules, no LLM, no encoder."""
+"""Which new statements retire an old fact: the decision (engine.annotate.facts.decision) on the pairs the
+frame lexicon (engine.annotate.facts.rules) was built with, and the lexicon's own fact extraction.
+
+`sup` runs the whole decision (guards, lexicon, masked similarity from the real WordLlama encoder) and
+returns the reason without its 'superseded: ' prefix; frame-read pairs keep their lexicon reason."""
 
 from __future__ import annotations
 
@@ -7,13 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.fact_scenarios import FILLERS, SCENARIOS, Scenario
-from engine.annotate.facts.rules import Fact, extract_facts, supersedes
+from engine.annotate.facts.decision import Statement, decide, similarity
+from engine.annotate.facts.rules import Fact, extract_facts
+from engine.encode import WordLlamaEncoder
+
+_ENCODER = WordLlamaEncoder()
+_FRAME = "superseded: same attribute (frame) "
 
 
 def sup(
     old: str, new: str, old_speaker: str | None = "Alice", new_speaker: str | None = "Alice"
 ) -> str | None:
-    return supersedes(old, old_speaker, new, new_speaker)
+    sim = similarity(_ENCODER.encode_batch, old, new)
+    decision = decide(Statement(old, old_speaker), Statement(new, new_speaker), sim)
+    return decision.reason.removeprefix(_FRAME).removeprefix("superseded: ") if decision.supersedes else None
 
 
 # --- the headline rules -----------------------------------------------------------------
@@ -284,6 +295,6 @@ def test_scenarios_get_the_expected_verdict() -> None:
     wrong = [
         s.name
         for s in SCENARIOS
-        if (supersedes(s.old, s.speaker, s.new, s.speaker_of_new) is not None) != (s.kind == "supersede")
+        if (sup(s.old, s.new, s.speaker, s.speaker_of_new) is not None) != (s.kind == "supersede")
     ]
     assert wrong == []

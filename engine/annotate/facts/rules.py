@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from engine.annotate.facts.frames import FRAMES, MULTI_VALUED, Frame, words
 from engine.annotate.facts.values import attribute_and_value, display
 
-__all__ = ["Fact", "extract_facts", "supersedes"]
+__all__ = ["Fact", "extract_facts", "frame_attribute", "frame_distinct", "supersedes"]
 
 SHARED = "shared"
 """Subject of 'the meeting', 'the rent': whoever speaks, it is the conversation's common thing."""
@@ -65,6 +65,35 @@ def supersedes(
         for new in new_facts:
             if reason := _replaces(old, new):
                 return reason
+    return None
+
+
+def frame_attribute(
+    old_content: str, old_speaker: str | None, new_content: str, new_speaker: str | None
+) -> str | None:
+    """The attribute both statements state for the same subject, when the frame lexicon reads both."""
+    old_facts = [f for f in _extract(old_content, old_speaker) if _is_standing(f)]
+    for new in _extract(new_content, new_speaker):
+        for old in old_facts:
+            if (
+                new.is_resolved
+                and _same_subject(old.subject, new.subject)
+                and _same_attribute(old.attribute, new.attribute)
+            ):
+                return _label(old)
+    return None
+
+
+def frame_distinct(
+    old_content: str, old_speaker: str | None, new_content: str, new_speaker: str | None
+) -> str | None:
+    """'amount: lease' vs 'amount: parking': the lexicon reads two amounts of two different things."""
+    old_facts = [f for f in _extract(old_content, old_speaker) if _is_standing(f)]
+    for new in _extract(new_content, new_speaker):
+        for old in old_facts:
+            both_amounts = _kind(old.attribute) == "amount" == _kind(new.attribute)
+            if both_amounts and not _same_attribute(old.attribute, new.attribute):
+                return f"'{old.attribute}' vs '{new.attribute}'"
     return None
 
 

@@ -1,0 +1,307 @@
+"""The words a supersession decision reads: guards, change cues, values, subjects, content words.
+
+General English constructions, not an attribute lexicon: what makes a statement additive ("also"),
+hypothetical ("if", "someday"), a negated past ("never did", "almost"), about someone else ("my brother
+moved"), or a change ("now", "no longer", "sold", "switched"). engine.annotate.facts.decision combines them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.text import STOPWORDS, stem
+
+__all__ = [
+    "ADDITIVE",
+    "CHANGE",
+    "ENDING",
+    "EPISODE",
+    "HYPOTHETICAL",
+    "NEGATED_PAST",
+    "REPLACEMENT",
+    "STILL",
+    "possessed",
+    "content_stems",
+    "is_past_event",
+    "first_match",
+    "is_question",
+    "masked",
+    "normalise",
+    "third_party",
+    "values",
+]
+
+
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(alternatives) + r")\b", re.I)
+
+
+ADDITIVE = re.compile(
+    r"\b(?:also|as well|another|in addition|additionally|on top of|added|besides|both)\b"
+    r"|\b(?:a|my|our|the) second\b|\btoo\b\s*(?:[-,.!;:)]|$)",
+    re.I,
+)
+"""The new fact joins the old one: 'I also adopted a cat', 'shellfish too', 'a second job'."""
+
+HYPOTHETICAL = _rx(
+    r"if",
+    r"unless",
+    r"would",
+    r"(?:I|we|you|he|she|they)'d(?! been| had)",
+    r"some ?day",
+    r"wanna",
+    r"(?:want|wants|wanted|plan|plans|planning|hope|hoping|intend|need) to",
+    r"(?:am|'m|are|'re|is|'s) going to",
+    r"thinking (?:about|of)",
+    r"considering",
+    r"maybe",
+    r"might",
+    r"should",
+    r"could",
+    r"dream(?:ed|ing|s)? (?:of|about)",
+    r"always dreamed",
+    r"wish",
+    r"tomorrow",
+    r"next (?:week|weekend|month|year)",
+    r"one day",
+)
+"""Not (yet) true: 'if I got the job I'd move', 'someday I want an EV', 'considering going vegetarian'."""
+
+NEGATED_PAST = _rx(
+    r"never (?:did|went|ended|got|actually|really|quit|left|moved|sold|canceled|cancelled|made|bought|took)",
+    r"didn'?t",
+    r"did not",
+    r"almost",
+    r"nearly",
+    r"after all",
+    r"in the end",
+    r"fell through",
+    r"rumou?r",
+    r"that was (?:my|his|her|their)",
+    r"not true",
+    r"wasn'?t me",
+    r"(?:won'?t|will not|don'?t|do not|never) (?:\w+ )?(?:quit|give up|stop|leave)",
+)
+"""A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't'."""
+
+EPISODE = _rx(
+    r"last night", r"yesterday", r"this morning", r"tonight", r"the other day", r"last (?:week|weekend)"
+)
+"""A one-off episode ('went to bed at 2am last night'), not a new standing value."""
+
+STILL = _rx(
+    r"still",
+    r"same old",
+    r"as always",
+    r"as usual",
+    r"(?:as|like) ever",
+    r"for (?:\w+ ){0,2}(?:years?|months?|weeks?|days?|decades?|ages|a while) now",
+)
+"""Continuity: 'still in Portland', 'still at 110k', 'vegan for three years now'."""
+
+ENDING = _rx(
+    r"no longer",
+    r"any ?more",
+    r"not anymore",
+    r"quit",
+    r"quitting",
+    r"left",
+    r"sold",
+    r"dropped",
+    r"ditched",
+    r"gave up",
+    r"stopped",
+    r"broke up",
+    r"split up",
+    r"retired",
+    r"closed",
+    r"canceled",
+    r"cancelled",
+    r"replaced",
+    r"took me off",
+    r"died",
+    r"stolen",
+    r"moved out",
+    r"shelved",
+    r"skipped",
+    r"put (?:\w+ )?down",
+    r"divorced",
+    r"lost",
+    r"used to",
+    r"(?:smoke|alcohol|sugar|meat|caffeine)[- ]free",
+)
+"""The old fact ended, even when its value is named again: 'sold the Outback', 'took me off lisinopril'."""
+
+CHANGE = _rx(
+    r"(?<!for )(?<!right )now",
+    r"nowadays",
+    r"these days",
+    r"(?<!while )since(?! (?:then|forever|childhood|(?:we|I|you) (?:last|talked|spoke|chatted|saw|was|were)))",
+    r"instead",
+    r"switched",
+    r"switching",
+    r"changed",
+    r"moved",
+    r"relocated",
+    r"raise",
+    r"promot(?:ed|ion)",
+    r"upgraded",
+    r"swapped",
+    r"traded",
+    r"officially",
+    r"rebooked",
+    r"pushed",
+    r"postponed",
+    r"rescheduled",
+    r"enrolled",
+    r"took over",
+    r"jumped",
+    r"went up",
+    r"went down",
+    r"down to",
+)
+"""The newer statement reports a change: 'now', 'since the reorg', 'these days', 'switched'."""
+
+REPLACEMENT = _rx(r"instead", r"no longer", r"any ?more", r"switched", r"replaced", r"swapped", r"traded")
+"""Cues that name a replacement outright: a shared word then suffices for the attribute."""
+
+_POSSESSED = re.compile(
+    r"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|old|current|usual|favou?rite)\s+)?([a-z]+)(?='s|\s+(?:is|are|was|'s|now|since|"
+    r"these|named|called|[A-Z])\b|\s*[,.!;:]|$)"
+)
+
+
+def possessed(text: str) -> set[str]:
+    """Nouns the speaker owns ('my manager', 'our car insurance' -> 'car'): the attribute a fact is about."""
+    return {stem(m.group(1).lower()) for m in _POSSESSED.finditer(text)} - {"own", "life", "way"}
+
+
+_QUESTION = re.compile(r"\?\s*(?:[\W_]*)$")
+_RELATIONS = (
+    r"brother|sister|sibling|mom|mum|mother|dad|father|parents?|wife|husband|spouse|partner|son|daughter|"
+    r"kids?|child|children|baby|friend|buddy|neighbou?r|roommate|flatmate|housemate|coworker|co-worker|"
+    r"colleague|girlfriend|boyfriend|fianc[eé]e?|cousin|aunt|uncle|grandma|grandpa|grandmother|"
+    r"grandfather|niece|nephew|in-laws?|boss|manager|teammate|classmate|sis|bro|twin|stepdad|stepmom"
+)
+_THIRD_SUBJECT = re.compile(
+    rf"\b(?:my|our)\s+(?:\w+\s+)?(?P<rel>{_RELATIONS})(?:'s)?(?:\s+(?-i:[A-Z])\w+)?\s+"
+    r"(?:(?:is|'s|was|are)\s+(?=\w+ing\b)|(?!is\b|'s\b|was\b|are\b))(?P<verb>\w+)",
+    re.I,
+)
+_RELATION_WORDS = frozenset(re.findall(r"[a-z-]+", _RELATIONS.replace("s?", "")))
+"""Who a fact is about, not what: 'my sister lives...' and 'my sister got...' share no attribute."""
+_FIRST_SUBJECT = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|we|we're|we've|we'll)\b")
+_FIRST_OBJECT = re.compile(r"\b(?:me|my|mine|us|our)\b", re.I)  # 'you can reach me at ...' is the speaker's
+_PRONOUN_SUBJECT = re.compile(
+    r"^\W*(?:he|she|he's|she's|you|you're|you've|your)\b", re.I
+)  # not 'they': often a company
+_NAMED_OWNER = re.compile(r"^\W*(?P<name>[A-Z][a-z]+)'s\s+(?!my\b|our\b|the\b|a\b|an\b|been\b|not\b)[a-z]\w*")
+_NUMBER = re.compile(r"\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th|%))?", re.I)
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'&-]*(?:\s+(?:[A-Z0-9][\w'&-]*))*")
+_WORD_OR_MARK = re.compile(r"[a-z][a-z'-]*|[^\w\s]")
+"""Words, and the marks between them: a comma ends a compound ('my number, save it')."""
+_GENERIC = frozenset(
+    "really pretty honestly basically totally like lol haha yeah ok okay good great nice day days week weeks "
+    "month months year years time today tonight morning night every thing things stuff lot bit little big "
+    "much many one two first last ago back way kind sort get got go going went make made take took thing "
+    "people love still new now just also even though since feel feels think know right well rough tough hard fun "
+    "busy tired happy sad cold hot awesome amazing terrible beautiful gorgeous crazy cool wild huge bad best "
+    "worst fast slow long short easy sure glad excited super real whole".split()
+)
+
+
+def normalise(text: str) -> str:
+    """Straight quotes; no stage directions ('[shares a photo of ...]'); no vocatives ('Thanks, John!')."""
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    return _VOCATIVE.sub("", _STAGE.sub(" ", text)).strip()
+
+
+_STAGE = re.compile(r"\[[^\]]*\]")
+_VOCATIVE = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!?.,])|\b(?:Hey|Hi|Hello)\s+[A-Z][a-z]+\b")
+
+
+def first_match(pattern: re.Pattern[str], text: str) -> str | None:
+    m = pattern.search(text)
+    return m.group(0).strip().lower() if m else None
+
+
+def is_question(text: str) -> bool:
+    """The statement opens or ends with a question ('Did you see the game? What a finish!')."""
+    sentences = [x for x in _SENTENCE.split(text.strip()) if x.strip()]
+    return bool(sentences) and any(_QUESTION.search(x) for x in (sentences[0], sentences[-1]))
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_PAST_EVENT = re.compile(
+    r"\b(?:went|was|were|did|had|saw|watched|finished|fixed|spent|made|took|came|tried|visited|met|ate|"
+    r"played|forgot|loved|enjoyed|used to)\b",
+    re.I,
+)
+_PRESENT = re.compile(
+    r"\b(?:am|is|are|have|has|do|does|usually|always|every|currently|now|these days)\b|'m\b|'re\b|'ve\b|'s\b",
+    re.I,
+)
+
+
+def is_past_event(text: str) -> bool:
+    """A narrated past event ('My coffee went cold again'), not a standing fact that a change could end."""
+    return bool(_PAST_EVENT.search(text)) and not _PRESENT.search(text)
+
+
+def third_party(text: str) -> str | None:
+    """'my brother', 'she': the new statement is about someone else and the speaker is not its subject."""
+    if _FIRST_SUBJECT.search(text):
+        return None
+    m = _THIRD_SUBJECT.search(text)
+    if m:
+        return f"my {m.group('rel').lower()}"
+    m2 = _PRONOUN_SUBJECT.search(text)
+    if m2 and not (m2.group(0).strip().lower().startswith("you") and _FIRST_OBJECT.search(text)):
+        return m2.group(0).strip().lower()
+    m3 = _NAMED_OWNER.search(text)
+    return m3.group("name").lower() if m3 else None
+
+
+def values(text: str) -> set[str]:
+    """Numbers and proper names, lowercased word by word: what differs between two values of one attribute."""
+    found = {m.group(0).lower().strip("$.,:") for m in _NUMBER.finditer(text)}
+    for m in _NAME.finditer(text):
+        found |= {w.lower().removesuffix("'s") for w in m.group(0).split() if w not in _NOT_VALUES}
+    found |= {w.replace(",", "") for w in found}
+    return {v for v in found if v and v not in STOPWORDS and v.rstrip("s") not in _CALENDAR}
+
+
+_NOT_VALUES = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+    "august september october november december weekend season spring summer autumn fall winter".split()
+)
+
+
+def masked(text: str) -> str:
+    """The statement with its values replaced, so similarity measures the attribute, not the value."""
+    text = _NUMBER.sub("some", normalise(text))
+    return _NAME.sub(lambda m: m.group(0) if m.group(0) in ("I", "I'm", "I've", "I'd") else "someone", text)
+
+
+def content_stems(text: str) -> dict[str, str]:
+    """Stem -> word for the head content words (no stopwords, no filler, no relation words): the candidate
+    attribute nouns and verbs. A word directly followed by another content word is a modifier ('phone' in
+    'phone battery') and left out: only the compound's head ('battery') names the attribute."""
+    words = [w.strip("'-") for w in _WORD_OR_MARK.findall(normalise(text).lower())]
+    content = [_is_content(w) for w in words]
+    out: dict[str, str] = {}
+    for i, w in enumerate(words):
+        if content[i] and not (i + 1 < len(words) and content[i + 1]):
+            out.setdefault(_stem(w), w)
+    return out
+
+
+def _stem(word: str) -> str:
+    """engine.text.stem, with a doubled final consonant undone: 'shopping' and 'shop' share 'shop'."""
+    s = stem(word)
+    return s[:-1] if s != word and len(s) > 3 and s[-1] == s[-2] and s[-1] not in "aeiouls" else s
+
+
+def _is_content(w: str) -> bool:
+    return len(w) > 2 and w not in STOPWORDS | _GENERIC | _RELATION_WORDS and w.rstrip("s") not in _CALENDAR

@@ -1,0 +1,217 @@
+"""Does a newer statement retire the fact an older one stated? One pure, documented decision.
+
+`decide(old, new, similarity)` answers with a `Decision` whose `reason` is recorded on the retired
+version ("superseded: same attribute 'manager', change cue 'since'"). The steps, in order:
+
+1. Guards, each a reason to keep the old fact: the same statement; a question (new or old); an old
+   statement that narrates a past event; a new one that is a negated past ("never did quit", "almost sold"),
+   hypothetical ("if I got the job I'd move", "someday"), additive ("also", "too", "another", "on top of"),
+   continuity ("still"), or about a third party ("my brother moved") the old statement was not about.
+2. The attribute-frame lexicon (engine.annotate.facts.rules), when it reads both facts: a changed value
+   supersedes (it resolves subjects itself: 'the meeting' is anyone's to move); the same value, or amounts
+   of two different things, is kept. Otherwise another speaker's statement is kept.
+3. Same attribute (statements up to MAX_WORDS words): a shared possessed noun ('my manager'); a shared
+   head noun or verb with the masked statements (numbers and names -> placeholders) at least moderately
+   close in embedding space (`similarity`, computed by the caller from `masked()` texts); the old value
+   named again next to a change cue; a name or number replaced in close statements; or very close wording.
+4. A change: an ending cue naming the old thing ("sold the Outback", "no longer", "quit"), or, unless every
+   old value is said again (a restatement), a change cue ("now", "these days", "since the reorg",
+   "switched", "instead") or a value replaced (an old name or number gone, a new one in its place).
+
+The decision leans towards keeping: a missed supersession leaves two notes current, a wrong one hides a
+true fact from default search.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.annotate.facts import cues
+from engine.annotate.facts.rules import frame_attribute, frame_distinct
+from engine.annotate.facts.rules import supersedes as frame_supersedes
+
+__all__ = ["HIGH", "LOW", "Decision", "Statement", "confirm", "decide", "masked", "similarity"]
+
+MAX_WORDS = 25
+"""Beyond this the general path stays out: a long chat turn touches many topics, so a shared word or a
+close embedding is coincidence more often than one attribute (the frame lexicon still reads such turns)."""
+HIGH = 0.50
+"""Masked-statement cosine (WordLlama) at which two statements address the same attribute on their own."""
+LOW = 0.30
+"""Cosine at which a shared content word (a head noun or verb) makes the attribute the same."""
+FLOOR = 0.15
+"""Cosine at which a shared content word and an explicit change cue ('these days', 'instead') agree."""
+MID = 0.40
+"""Cosine at which statements whose value was replaced (a number by a number, a name by a name) agree."""
+
+masked = cues.masked
+_CLAUSE = re.compile(r"(?<=[.!?;:])\s+|,\s+|\s+(?:and|but|so|because|since)\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    text: str
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The answer for one (old, new) pair: retire the old fact or keep it, and why (shown to people)."""
+
+    supersedes: bool
+    reason: str
+    attribute: str = ""
+    """The attribute both statements address ('manager', 'similar statements (0.62)'), '' when none."""
+
+    @classmethod
+    def keep(cls, why: str) -> Decision:
+        return cls(False, f"kept: {why}")
+
+
+def decide(old: Statement, new: Statement, similarity: float | None = None) -> Decision:
+    """Whether `new` (said later) retires the fact `old` states; `similarity` = cosine of the masked texts."""
+    old_text, new_text = cues.normalise(old.text), cues.normalise(new.text)
+    guard = _guard(old, new, old_text, new_text)
+    if guard is not None:
+        return guard
+    frame = frame_supersedes(old_text, old.speaker, new_text, new.speaker)
+    if frame is not None:  # the lexicon resolves speakers itself: 'the meeting' is anyone's to move
+        return Decision(True, f"superseded: same attribute (frame) {frame}", attribute=frame.split(":")[0])
+    if _other_speaker(old.speaker, new.speaker):
+        return Decision.keep(f"other speaker '{new.speaker}'")
+    ended = cues.first_match(cues.ENDING, masked(new_text))
+    if not ended and (known := frame_attribute(old_text, old.speaker, new_text, new.speaker)):
+        return Decision.keep(f"same attribute (frame) '{known}', same value")
+    if distinct := frame_distinct(old_text, old.speaker, new_text, new.speaker):
+        return Decision.keep(f"different attributes (frame) {distinct}")
+    if len(old_text.split()) > MAX_WORDS or len(new_text.split()) > MAX_WORDS:
+        return Decision.keep(f"longer than {MAX_WORDS} words and not read by the lexicon")
+    attribute = _same_attribute(old_text, new_text, similarity)
+    if attribute is None:
+        return Decision.keep("no shared attribute")
+    change = _change(old_text, new_text, -1.0 if similarity is None else similarity)
+    if change is None:
+        return Decision.keep(f"same attribute '{attribute}', no change signal")
+    return Decision(True, f"superseded: same attribute '{attribute}', {change}", attribute=attribute)
+
+
+def confirm(old: Statement, new: Statement, similarity: float | None, claim: str) -> Decision:
+    """Vet another judge's supersession (the LLM's evolve answer, reason `claim`) with the same guards:
+    it stands only when no guard fires and the two statements share an attribute."""
+    old_text, new_text = cues.normalise(old.text), cues.normalise(new.text)
+    guard = _guard(old, new, old_text, new_text)
+    if guard is None and _other_speaker(old.speaker, new.speaker):
+        guard = Decision.keep(f"other speaker '{new.speaker}'")
+    if guard is not None:
+        return Decision.keep(f"{guard.reason.removeprefix('kept: ')} (overruled: {claim})")
+    frame = frame_supersedes(old_text, old.speaker, new_text, new.speaker)
+    attribute = frame.split(":")[0] if frame else _same_attribute(old_text, new_text, similarity)
+    if attribute is None:
+        return Decision.keep(f"no shared attribute (overruled: {claim})")
+    return Decision(True, f"superseded: same attribute '{attribute}', {claim}", attribute=attribute)
+
+
+def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Decision | None:
+    """Reasons in the text to keep the old fact (the speaker check comes after the lexicon's own)."""
+    if old_text.strip().lower() == new_text.strip().lower():
+        return Decision.keep("same statement")
+    if cues.is_question(new_text):
+        return Decision.keep("new statement is a question")
+    if cues.is_question(old_text):
+        return Decision.keep("old statement is a question")
+    if cues.is_past_event(old_text):
+        return Decision.keep("old statement is a past event")
+    for name, pattern in (
+        ("negated past", cues.NEGATED_PAST),
+        ("hypothetical", cues.HYPOTHETICAL),
+        ("additive", cues.ADDITIVE),
+        ("continuity", cues.STILL),
+    ):
+        if cue := cues.first_match(pattern, new_text):
+            return Decision.keep(f"{name} cue '{cue}'")
+    party, old_party = cues.third_party(new_text), cues.third_party(old_text)
+    if party is not None and party not in old_text.lower():
+        return Decision.keep(f"third person '{party}'")
+    if old_party is not None and old_party not in new_text.lower():
+        return Decision.keep(f"old statement about '{old_party}'")
+    return None
+
+
+def _other_speaker(a: str | None, b: str | None) -> bool:
+    return bool(a and b and a.strip().lower() != b.strip().lower())
+
+
+def _same_attribute(old_text: str, new_text: str, similarity: float | None) -> str | None:
+    """The attribute both address: a shared head word, the old value named with a change, or close wording."""
+    old_words, new_words = cues.content_stems(old_text), cues.content_stems(new_text)
+    old_values, new_values = cues.values(old_text), cues.values(new_text)
+    value_words = {w for v in old_values | new_values for w in v.split()}
+    shared = sorted(
+        old_words[s] for s in old_words.keys() & new_words.keys() if old_words[s] not in value_words
+    )
+    sim = -1.0 if similarity is None else similarity
+    owned = sorted(old_words.get(s, s) for s in cues.possessed(old_text) & cues.possessed(new_text))
+    if owned:
+        return f"my {owned[0]}"
+    strong = cues.first_match(cues.REPLACEMENT, new_text) or cues.first_match(cues.CHANGE, new_text)
+    if shared and (sim >= LOW or strong and sim >= FLOOR):
+        return ", ".join(shared[:3])
+    if sim >= MID and _value_replaced(old_values, new_values):
+        return f"a value replaced in similar statements ({sim:.2f})"
+    named = sorted(v for v in old_values if not v[:1].isdigit() and _says(new_text, v))
+    if named and (cues.first_match(cues.ENDING, new_text) or cues.first_match(cues.CHANGE, new_text)):
+        return f"old value '{named[0]}' named"
+    if sim >= HIGH:
+        return f"similar statements ({sim:.2f})"
+    return None
+
+
+def _ends_old_thing(old_text: str, new_text: str, cue: str) -> bool:
+    """The words after an ending cue name something of the old statement: 'shelved the budgeting app'."""
+    after = new_text.lower().partition(cue)[2].split()[:4]
+    return bool(cues.content_stems(" ".join(after)).keys() & cues.content_stems(old_text).keys())
+
+
+def _says(text: str, value: str) -> bool:
+    """The text names the value, wherever it stands ('Acme pays me' names 'acme')."""
+    return bool(re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", text, re.I))
+
+
+def _value_replaced(old_values: set[str], new_values: set[str]) -> bool:
+    """A number gave way to a number, or a name to a name: the same slot with another filler."""
+    old_num, new_num = {v for v in old_values if v[:1].isdigit()}, {v for v in new_values if v[:1].isdigit()}
+    if old_num - new_num and new_num - old_num:
+        return True
+    old_names, new_names = old_values - old_num, new_values - new_num
+    return bool(old_names - new_names and new_names - old_names)
+
+
+def similarity(encode: Callable[[list[str]], np.ndarray], old_text: str, new_text: str) -> float:
+    """Cosine of the masked statements: the whole new one or its closest clause, whichever is closer."""
+    parts = [new_text] + [c for c in _CLAUSE.split(new_text) if len(c.split()) > 1]
+    vecs = encode([masked(old_text)] + [masked(p) for p in dict.fromkeys(parts)])
+    return float((vecs[1:] @ vecs[0]).max())
+
+
+def _change(old_text: str, new_text: str, similarity: float) -> str | None:
+    old_values, new_values = cues.values(old_text), cues.values(new_text)
+    kept = {v for v in old_values if _says(new_text, v)}
+    new_text = masked(new_text)  # a cue inside a name ('New York') is no cue
+    ending = cues.first_match(cues.ENDING, new_text)
+    if ending:  # 'not in Paris anymore' ends Paris, not New York
+        names_old = kept or not old_values or not new_values or _ends_old_thing(old_text, new_text, ending)
+        return f"ending cue '{ending}'" if names_old else None
+    if old_values and kept == old_values:
+        return None  # every value of the old statement is said again: a restatement
+    if cue := cues.first_match(cues.CHANGE, new_text):
+        return f"change cue '{cue}'"
+    if cues.first_match(cues.EPISODE, new_text):
+        return None  # 'I went to bed at 2am last night': an episode, not a new standing value
+    gone, came = sorted(old_values - kept), sorted(new_values - old_values)
+    if gone and came:
+        return f"value '{gone[0]}' -> '{came[0]}'"
+    return None

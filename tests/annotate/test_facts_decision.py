@@ -1,0 +1,182 @@
+"""engine.annotate.facts.decision: the general supersession decision on constructed pairs, reason by reason.
+
+`decide` is pure: the masked-statement similarity is an argument, so each guard and each change signal is
+tested with an explicit cosine; the last tests run the real encoder (WordLlama) and the embedded annotator.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine.annotate.embedded import EmbeddedAnnotator
+from engine.annotate.facts import cues
+from engine.annotate.facts.decision import Decision, Statement, decide, masked, similarity
+from engine.annotate.schemas import EvolveRequest, NeighbourUpdate
+from engine.config import Config
+from engine.encode import WordLlamaEncoder
+from engine.model.note import Note, new_id
+
+
+def judge(old: str, new: str, sim: float = 0.6, old_by: str = "Maya", new_by: str = "Maya") -> Decision:
+    return decide(Statement(old, old_by), Statement(new, new_by), sim)
+
+
+# --- change signals ----------------------------------------------------------------------
+def test_shared_head_noun_and_change_cue_supersede_with_reason() -> None:
+    d = judge("My manager is Tom, he's hands-off.", "Priya's my manager since the reorg.", sim=0.25)
+    assert d == Decision(True, "superseded: same attribute 'my manager', change cue 'since'", "my manager")
+
+
+def test_ending_cue_on_the_old_value_supersedes() -> None:
+    d = judge(
+        "I drive a Subaru Outback.", "sold the Outback to my nephew, charging the Ioniq 5 is easy", sim=0.0
+    )
+    assert (
+        d.supersedes
+        and d.reason == "superseded: same attribute 'old value 'outback' named', ending cue 'sold'"
+    )
+
+
+def test_value_change_in_close_statements_supersedes() -> None:
+    d = judge("I usually go to bed around 1am, total night owl.", "I'm asleep by 9:30 most nights", sim=0.45)
+    assert (
+        d.reason
+        == "superseded: same attribute 'a value replaced in similar statements (0.45)', value '1am' -> '9:30'"
+    )
+
+
+def test_lexicon_frame_still_decides_what_it_reads() -> None:
+    d = judge("I live in New York.", "I moved to Seattle last month.", sim=0.1)
+    assert d.reason == "superseded: same attribute (frame) residence of Maya: New York -> Seattle"
+    kept = judge("I live in NYC.", "I live in New York City, in Harlem.", sim=0.9)
+    assert kept == Decision.keep("same attribute (frame) 'residence of Maya', same value")
+
+
+def test_no_shared_attribute_is_kept_even_with_a_change_cue() -> None:
+    d = judge("I bike to work every day.", "I'm obsessed with a new podcast now.", sim=0.1)
+    assert d == Decision.keep("no shared attribute")
+
+
+def test_same_attribute_without_a_change_is_a_restatement() -> None:
+    d = judge("I bike to the office most days.", "biked to the office today, lovely morning", sim=0.35)
+    assert d == Decision.keep("same attribute 'office', no change signal")
+    same_values = judge("I make 110k at Acme.", "Acme pays me 110k, new title though", sim=0.6)
+    assert same_values.reason.endswith("no change signal")
+
+
+# --- guards ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("new", "reason"),
+    [
+        ("I also adopted a cat last week.", "kept: additive cue 'also'"),
+        ("found out I'm allergic to shellfish too, great", "kept: additive cue 'too,'"),
+        ("on top of yoga I've started lifting twice a week", "kept: additive cue 'on top of'"),
+        ("If I got the job in Austin I'd move in a heartbeat", "kept: hypothetical cue 'if'"),
+        ("someday I want to drive an EV, maybe when the Camry dies", "kept: hypothetical cue 'someday'"),
+        ("I've been thinking about going vegetarian", "kept: hypothetical cue 'thinking about'"),
+        ("I never did quit the choir, despite all my complaining", "kept: negated past cue 'never did'"),
+        ("I almost sold the bike but didn't", "kept: negated past cue 'almost'"),
+        ("we didn't end up moving to Boulder", "kept: negated past cue 'didn't'"),
+        ("yeah still in Portland, can't imagine leaving", "kept: continuity cue 'still'"),
+        ("my brother just moved to Phoenix, he's loving the sun", "kept: third person 'my brother'"),
+        ("my daughter is learning Mandarin at school", "kept: third person 'my daughter'"),
+        ("Sarah's new number is 555-777-8888.", "kept: third person 'sarah'"),
+        ("Did you move to Seattle?", "kept: new statement is a question"),
+    ],
+)
+def test_each_guard_keeps_the_old_fact_with_its_reason(new: str, reason: str) -> None:
+    assert judge("I live in Denver and have a dog.", new, sim=0.9) == Decision(False, reason)
+
+
+def test_other_speaker_never_supersedes() -> None:
+    d = judge("I live in Atlanta.", "I just moved to Nashville.", sim=0.9, new_by="Mike")
+    assert d == Decision.keep("other speaker 'Mike'")
+
+
+def test_same_third_party_subject_can_supersede() -> None:
+    d = judge("My brother lives in Denver.", "My brother moved to Austin.", sim=0.5)
+    assert d.supersedes and "brother" in d.reason
+
+
+def test_old_question_and_old_past_event_are_not_facts() -> None:
+    assert judge("Did you see the game? What a finish!", "shelved the game now", sim=0.9).reason == (
+        "kept: old statement is a question"
+    )
+    assert judge("My coffee went cold again.", "my coffee is black these days", sim=0.9).reason == (
+        "kept: old statement is a past event"
+    )
+
+
+# --- the pieces --------------------------------------------------------------------------------------
+def test_masking_hides_values_and_keeps_the_frame() -> None:
+    assert masked("My manager is Tom since March 2023.") == "My manager is someone since someone some"
+    assert cues.values("I pay $1,400 for my place in Brooklyn.") >= {"1,400", "1400", "brooklyn"}
+
+
+def test_compound_modifiers_are_not_the_attribute() -> None:
+    assert "phone" not in cues.content_stems("My phone battery dies so fast")
+    assert set(cues.content_stems("my number, save it")) >= {"number"}
+
+
+# --- with the encoder ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def encoder() -> WordLlamaEncoder:
+    return WordLlamaEncoder()
+
+
+def test_masked_similarity_separates_the_attribute_from_chit_chat(encoder: WordLlamaEncoder) -> None:
+    old = "I'm training for a half marathon in April."
+    update = "skipped the April half, I'm training for the full Chicago marathon in October"
+    assert similarity(encoder.encode_batch, old, update) > 0.5
+    assert similarity(encoder.encode_batch, old, "Ugh, Mondays are rough.") < 0.3
+
+
+def _note(content: str, speaker: str, days: int) -> Note:
+    at = datetime(2024, 1, 1, tzinfo=UTC) + timedelta(days=days)
+    return Note(id=new_id(), tenant="t", content=content, timestamp=at, speaker=speaker, keywords=["k"])
+
+
+def test_embedded_evolve_records_the_decision_and_vetoes_an_unfounded_llm_claim(
+    encoder: WordLlamaEncoder,
+) -> None:
+    ann = EmbeddedAnnotator(Config(), encoder)
+    old = _note("I take lisinopril for my blood pressure.", "Frank", 0)
+    new = _note("doc took me off lisinopril, I'm on amlodipine instead", "Frank", 30)
+    [[update]] = ann.evolve([EvolveRequest(new, [old])])
+    assert update.supersedes and update.reason.startswith("superseded: same attribute")
+    chit_chat = _note("The sunset yesterday was unreal.", "Frank", 0)
+    claims = [[NeighbourUpdate(target=chit_chat.id, supersedes=True, reason="llm says so")]]
+    [[vetted]] = ann.vet_supersessions([EvolveRequest(new, [chit_chat])], claims)
+    assert (
+        not vetted.supersedes
+        and vetted.reason.startswith("kept: ")
+        and "overruled: llm says so" in vetted.reason
+    )
+    good = [[NeighbourUpdate(target=old.id, supersedes=True, reason="new medication")]]
+    [[kept]] = ann.vet_supersessions([EvolveRequest(new, [old])], good)
+    assert kept.supersedes and kept.reason.endswith("new medication")
+
+
+def test_the_reason_is_recorded_on_the_retired_version_and_survives_the_record_codec() -> None:
+    from engine import Memory
+    from engine.model.records import version_from_record, version_to_record
+
+    with Memory() as mem:
+        old = mem.add(
+            "My manager is Tom, he is hands-off.",
+            tenant="x",
+            timestamp="2024-01-01T00:00:00+00:00",
+            speaker="Lena",
+        )
+        new = mem.add(
+            "Priya is my manager now since the reorg.",
+            tenant="x",
+            timestamp="2024-03-01T00:00:00+00:00",
+            speaker="Lena",
+        )
+        [version] = [v for v in mem.history(old, tenant="x") if v.stage == "supersede"]
+    assert version.cause == new
+    assert version.reason == "superseded: same attribute 'my manager', change cue 'now'"
+    assert version_from_record(version_to_record(version)).reason == version.reason

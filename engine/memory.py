@@ -15,7 +15,7 @@ from engine.annotate.protocol import Annotator
 from engine.config import Config
 from engine.cost import CostMeter
 from engine.encode import Encoder, make_encoder
-from engine.errors import InputError, NotFound
+from engine.errors import InputError, NotFound, TooLarge
 from engine.model.changes import ChangeSet
 from engine.model.note import Hit, Interaction, Note, NoteVersion
 from engine.model.timeutil import TimeLike, parse_time
@@ -24,7 +24,7 @@ from engine.state.tenant_state import TenantMemory
 from engine.storage.pool import Tenant, TenantPool
 from engine.write import edits
 from engine.write.pipeline import WritePipeline
-from engine.write.validate import check_text, to_interaction
+from engine.write.validate import check_size, check_text, to_interaction
 
 
 class Memory:
@@ -77,14 +77,27 @@ class Memory:
 
     def add_interactions(self, interactions: list[Interaction], tenant: str = "default") -> list[str]:
         """add_many for already-validated Interactions (the chat-log reader yields these)."""
+        self._check_sizes(interactions)
         with self._pool.use(tenant) as t:
             assert t is not None
             changes, ids = self.pipeline.run(t.state, interactions)
             _commit(t, changes)
         return ids
 
+    def _check_sizes(self, interactions: list[Interaction]) -> None:
+        limits = self.config.write
+        if len(interactions) > limits.max_batch_items:
+            raise TooLarge(
+                f"{len(interactions)} items, more than the limit of {limits.max_batch_items}",
+                field="memories",
+            )
+        for i, item in enumerate(interactions):
+            check_size(item.content, limits.max_content_bytes, "content", where=f"item {i}")
+
     def update(self, note_id: str, tenant: str = "default", **fields: Any) -> Note:
         """Manual edit of content, keywords, tags, context, speaker or metadata; keeps the prior version."""
+        if isinstance(fields.get("content"), str):
+            check_size(fields["content"], self.config.write.max_content_bytes, "content")
         return self._edit(tenant, lambda s: edits.update(s, self.pipeline, note_id, fields))
 
     def invalidate(self, note_id: str, tenant: str = "default", at: TimeLike | None = None) -> Note:
@@ -135,6 +148,7 @@ class Memory:
     ) -> list[Hit]:
         """Top-k notes for `query`: valid now by default, valid at `as_of`, or all with include_superseded."""
         recipe = self._recipe(query, k, as_of, include_superseded, expand_links, lexical_weight)
+        query = query[: self.config.recall.max_query_chars]  # the encoder's cost grows with length
         vec = self.encoder.encode_batch([query])[0]
         with self._pool.use(tenant, create=False) as t:
             return [] if t is None else search(t.state, vec, query, recipe)
@@ -150,6 +164,7 @@ class Memory:
     ) -> Recipe:
         if not isinstance(query, str) or not query.strip():
             raise InputError("query must be a non-empty string", field="query")
+        check_size(query, self.config.recall.max_query_bytes, "query")
         check_text(query, "query")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InputError(f"k must be a positive integer, got {k!r}", field="k")

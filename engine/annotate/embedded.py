@@ -101,7 +101,7 @@ class EmbeddedAnnotator:
         return chosen[: self.config.write.max_links]
 
     def _link_reason(self, new: Note, new_kw: dict[str, str], old: Note, score: float) -> str | None:
-        replaced = facts.supersedes(old.content, old.speaker, new.content, new.speaker)
+        replaced = self._supersedes(old, new)
         if replaced:
             return f"updates fact: {replaced}"
         shared = [new_kw[s] for s in new_kw.keys() & _stems(old.keywords).keys()]
@@ -125,11 +125,16 @@ class EmbeddedAnnotator:
         base, *related = old.context.split(" Related: ")
         clause = f"{new.speaker or 'someone'} on {new.timestamp:%d %B %Y} about {', '.join(new.keywords[:3])}"
         context = " Related: ".join([base, *related[-1:], clause])
-        replaced = facts.supersedes(old.content, old.speaker, new.content, new.speaker)
+        replaced = self._supersedes(old, new)
         reason = f"superseded: {replaced}" if replaced else f"evolved by {new.id}"
         return NeighbourUpdate(
             target=old.id, context=context, keywords=kws, tags=tags, supersedes=bool(replaced), reason=reason
         )
+
+    def _supersedes(self, old: Note, new: Note) -> str | None:
+        """The fact rules over the clipped texts: their cost is bounded by max_content_chars, not the input."""
+        chars = self.config.write.max_content_chars
+        return facts.supersedes(clip(old.content, chars), old.speaker, clip(new.content, chars), new.speaker)
 
     def close(self) -> None:
         pass

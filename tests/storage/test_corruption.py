@@ -332,9 +332,8 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 
 def test_a_second_writer_gets_store_locked_naming_the_holder(store: Path, encoder: Encoder) -> None:
-    with _open(store, encoder):
-        with pytest.raises(StoreLocked) as err:
-            _open(store, encoder)  # the store-level lock: refused at open, before any tenant is touched
+    with _open(store, encoder), pytest.raises(StoreLocked) as err:
+        _open(store, encoder)  # the store-level lock: refused at open, before any tenant is touched
     message = str(err.value)
     assert str(store / "LOCK") in message and f"process {os.getpid()}" in message
     assert "only one writer" in message

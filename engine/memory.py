@@ -6,6 +6,7 @@ Reads: recall over the tenant state.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from engine.storage.pool import Tenant, TenantPool
 from engine.write import edits
 from engine.write.pipeline import WritePipeline
 from engine.write.validate import check_size, check_text, to_interaction
+
+log = logging.getLogger("amem")
 
 
 class Memory:
@@ -239,8 +242,14 @@ class Memory:
     def __enter__(self) -> Memory:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:  # already failing (say, the log hit a full disk): closing must not hide that first error
+            self.close()
+        except Exception as later:
+            log.error("closing after %s: %s", type(exc).__name__, later)
 
 
 def _commit(t: Tenant, changes: ChangeSet) -> None:

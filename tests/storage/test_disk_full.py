@@ -4,6 +4,7 @@ acknowledged is there when the store is opened again."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -56,10 +57,8 @@ def _fill(store: Path, config: Config) -> tuple[dict[str, str], BaseException]:
         error: BaseException = exc
     else:
         raise AssertionError("the disk never filled")
-    try:
+    with contextlib.suppress(StoreError):
         mem.close()  # the closing snapshot fails too: it must leave nothing behind
-    except StoreError:
-        pass
     return acked, error
 
 

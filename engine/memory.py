@@ -138,6 +138,13 @@ class Memory:
             _commit(t, changes)
         return result
 
+    def open_tenants(self, names: Iterable[str]) -> None:
+        """Open (and so lock, on a persistent store) these tenants now: a bulk writer checks them all
+        before its first write. Past max_open_tenants the first are closed again (the store lock holds)."""
+        for name in names:
+            with self._pool.use(name):
+                pass
+
     # --- reads ------------------------------------------------------------------
     def search(
         self,

@@ -144,6 +144,9 @@ class StorageConfig:
     read_only: bool = False
     max_open_tenants: int = 1024
     """Tenants of a persistent store kept in RAM at once; the least recently used is closed past this."""
+    compact_log: bool = True
+    """Log records in format 2 (what the tenant already holds is referred to, not repeated; about half
+    the bytes); False writes format 1 (every note and vector in full). Both replay."""
     store_lock: bool = True
     """A writable persistent Memory holds the store-level writer lock (`<store>/LOCK`), so a second
     writer (serve, ingest, mcp) refuses to start. Off only for Ray ingest shards, whose driver holds it."""

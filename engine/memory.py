@@ -262,7 +262,7 @@ class Memory:
 def _commit(t: Tenant, changes: ChangeSet) -> None:
     """Log (fsync) before applying: what a call acknowledged survives a crash."""
     if t.storage is not None:
-        t.storage.log(changes)
+        t.storage.log(changes, t.state)
     t.state.apply(changes)
     if t.storage is not None and t.storage.should_checkpoint():
         t.storage.checkpoint(t.state)

@@ -116,7 +116,7 @@ async def admit(
     limiter: anyio.CapacityLimiter, config: ServiceConfig, fn: Callable[..., T], *args: Any, **kwargs: Any
 ) -> T:
     """Run `fn` in a worker thread once `limiter` admits it, or raise Overloaded (-> 503, Retry-After)."""
-    if limiter.statistics().tasks_waiting >= config.max_waiting:
+    if limiter.available_tokens < 1 and limiter.statistics().tasks_waiting >= config.max_waiting:
         raise Overloaded("too many requests waiting")
     admitted = False
     with anyio.move_on_after(config.request_timeout_s):

@@ -2,7 +2,8 @@
 
     python -m bench.durability [--quick] [--rebuild]
 
-Ingest: bench/synthetic.py chat() into a fresh on-disk store, Config.of(wal=True) vs Config.of(wal=False),
+Ingest: bench/synthetic.py chat() into a fresh on-disk store, Config.of(wal=True) vs Config.of(wal=False)
+(and wal=True with compact_log=False: log record format 1, every note in full, for the log bytes per note),
 at batch 1 (one add per interaction: one fsync each) and batch 256 (one fsync per group). Only the
 add loop is timed; the closing snapshot is timed apart.
 
@@ -48,10 +49,12 @@ def _dir_bytes(path: Path) -> int:
 
 
 # --- ingest: log on vs off ------------------------------------------------------------------------------
-def ingest_rate(items: list[dict[str, Any]], batch_size: int, wal: bool, encoder: Encoder) -> dict[str, Any]:
+def ingest_rate(
+    items: list[dict[str, Any]], batch_size: int, wal: bool, encoder: Encoder, compact: bool = True
+) -> dict[str, Any]:
     path = CACHE / "bench-ingest" / f"{'wal' if wal else 'nowal'}-b{batch_size}"
     shutil.rmtree(path, ignore_errors=True)
-    mem = Memory(path, Config.of(wal=wal), encoder=encoder)
+    mem = Memory(path, Config.of(wal=wal, compact_log=compact), encoder=encoder)
     started = time.perf_counter()
     for i in range(0, len(items), batch_size):
         mem.add_many(items[i : i + batch_size], tenant=TENANT)
@@ -61,10 +64,14 @@ def ingest_rate(items: list[dict[str, Any]], batch_size: int, wal: bool, encoder
     started = time.perf_counter()
     mem.close()
     close_s = time.perf_counter() - started
+    snaps = list((path / "tenants" / TENANT).glob("snap-*"))
+    snap_bytes = _dir_bytes(max(snaps)) if snaps else 0
     shutil.rmtree(path, ignore_errors=True)
     return {
         "batch": batch_size,
         "wal": wal,
+        "log_format": (2 if compact else 1) if wal else None,
+        "snapshot_bytes_per_item": snap_bytes / len(items),
         "interactions": len(items),
         "seconds": elapsed,
         "per_s": len(items) / elapsed,
@@ -80,7 +87,8 @@ def ingest_table(
     for batch, n in ((1, n_single), (256, n_grouped)):
         items = _items(n, seed=1)
         on, off = (ingest_rate(items, batch, wal, encoder) for wal in (True, False))
-        rows += [on, off]
+        full = ingest_rate(items, batch, True, encoder, compact=False)  # log format 1, for the record
+        rows += [on, full, off]
         ratios.append(
             {
                 "batch": batch,
@@ -232,7 +240,17 @@ def main() -> None:
         print(
             table(
                 out["ingest"],
-                ["batch", "wal", "interactions", "seconds", "per_s", "log_bytes_per_item", "close_s"],
+                [
+                    "batch",
+                    "wal",
+                    "log_format",
+                    "interactions",
+                    "seconds",
+                    "per_s",
+                    "log_bytes_per_item",
+                    "snapshot_bytes_per_item",
+                    "close_s",
+                ],
             )
         )
         print()

@@ -7,6 +7,10 @@ each send searches back to back for the duration. Reports QPS, p50/p99 latency a
 0), the server's memory per note, and, in the same run, in-process `Memory.search` latency on the
 same store and queries: the floor the HTTP service is compared with. Clients and server share the
 machine's cores, so on a small machine the client's own CPU use lowers the QPS.
+
+`--big-query-mb 1` adds one more client that sends nothing but 1 MB queries, back to back: the slow
+request in the mix. Its answers are tallied apart (by status); the table's p99 is the other clients'.
+`--server-root DIR` serves another checkout's engine (a before/after on the same bench).
 """
 
 from __future__ import annotations
@@ -47,11 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     built = build_store(store, args.notes, args.tenants, rebuild=args.rebuild)
     keys = _write_keys(store.parent / f"{store.name}-keys.json", built["tenants"])
     port = args.port or _free_port()
-    server, startup_s = _start_server(store, keys["path"], port)
+    server, startup_s = _start_server(store, keys["path"], port, args.server_root)
     try:
         url = f"http://127.0.0.1:{port}"
         warm_s = _warm(url, keys["by_tenant"])
-        load = asyncio.run(_load(url, keys["by_tenant"], args.clients, args.seconds, args.seed))
+        big = int(args.big_query_mb * 2**20)
+        load = asyncio.run(_load(url, keys["by_tenant"], args.clients, args.seconds, args.seed, big))
         rss = _rss_bytes(server.pid)
         # One client alone: the service's own per-request cost, without queueing behind 63 others.
         alone = asyncio.run(_load(url, keys["by_tenant"], 1, min(5.0, args.seconds), args.seed))
@@ -77,6 +82,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rebuild", action="store_true")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--big-query-mb", type=float, default=0.0, help="one extra client sending queries this big"
+    )
+    p.add_argument("--server-root", type=Path, default=ROOT, help="PYTHONPATH of the served engine")
     args = p.parse_args(argv)
     if args.quick:
         args.seconds = 5.0
@@ -97,8 +106,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_server(store: Path, keys: Path, port: int) -> tuple[subprocess.Popen[bytes], float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _start_server(store: Path, keys: Path, port: int, root: Path) -> tuple[subprocess.Popen[bytes], float]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
     cmd = [
         sys.executable,
         "-m",
@@ -114,7 +123,7 @@ def _start_server(store: Path, keys: Path, port: int) -> tuple[subprocess.Popen[
         str(port),
     ]
     started = time.perf_counter()
-    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = started + 120
     while time.perf_counter() < deadline:
         if server.poll() is not None:
@@ -162,23 +171,30 @@ class _Tally:
         return time.perf_counter() < self.deadline and len(self.latencies) + len(self.errors) < MAX_REQUESTS
 
 
-async def _load(url: str, keys: dict[str, str], clients: int, seconds: float, seed: int) -> dict[str, Any]:
+async def _load(
+    url: str, keys: dict[str, str], clients: int, seconds: float, seed: int, big: int = 0
+) -> dict[str, Any]:
     # aiohttp, not httpx: httpx's async pool spends more CPU per request than the server does, and
     # client and server share the cores (aiohttp comes with ray[default]).
     import aiohttp
 
-    connector = aiohttp.TCPConnector(limit=clients)
+    connector = aiohttp.TCPConnector(limit=clients + 1)
     async with aiohttp.ClientSession(
-        url, connector=connector, timeout=aiohttp.ClientTimeout(total=30)
+        url, connector=connector, timeout=aiohttp.ClientTimeout(total=120)
     ) as http:
         tally = _Tally(deadline=time.perf_counter() + seconds)
+        slow = _Tally(deadline=tally.deadline)
         started = time.perf_counter()
         await asyncio.gather(
-            *(_client(http, keys, tally, random.Random(seed * 1000 + i)) for i in range(clients))
+            *(_client(http, keys, tally, random.Random(seed * 1000 + i)) for i in range(clients)),
+            *([_big_client(http, keys, slow, big)] if big else []),
         )
         elapsed = time.perf_counter() - started
     ok = tally.latencies
+    statuses = {x: slow.errors.count(x) for x in sorted(set(slow.errors))}
+    extra = {"big_query": {"bytes": big, **_percentiles(slow.latencies), "statuses": statuses}} if big else {}
     return {
+        **extra,
         "requests": len(ok) + len(tally.errors),
         "errors": len(tally.errors),
         "error_samples": tally.errors[:5],
@@ -206,6 +222,20 @@ async def _client(http: Any, keys: dict[str, str], tally: _Tally, rng: random.Ra
                     tally.errors.append(f"{r.status}: {payload[:200]!r}")
         except (aiohttp.ClientError, TimeoutError) as exc:  # counted and reported: the run must show 0
             tally.errors.append(f"{type(exc).__name__}: {exc}")
+
+
+async def _big_client(http: Any, keys: dict[str, str], tally: _Tally, size: int) -> None:
+    """The slow request: a query of `size` bytes, back to back; every answer's status is kept."""
+    query = ("what did she say about the garden party " * (size // 40 + 1))[:size]
+    key = next(iter(keys.values()))
+    while tally.is_running():
+        start = time.perf_counter()
+        async with http.post(
+            "/v1/search", json={"query": query}, headers={"Authorization": f"Bearer {key}"}
+        ) as r:
+            await r.read()
+            tally.latencies.append(time.perf_counter() - start)
+            tally.errors.append(str(r.status))
 
 
 def _percentiles(seconds: list[float]) -> dict[str, float]:
@@ -308,6 +338,12 @@ def _print(r: dict[str, Any]) -> None:
     for phase in (s, one):
         if phase["errors"]:
             print(f"ERRORS: {phase['error_samples']}")
+    if "big_query" in s:
+        b = s["big_query"]
+        print(
+            f"big-query client ({b['bytes'] / 2**20:g} MB queries): answers by status {b['statuses']}, "
+            f"p50 {b['p50_ms']:.0f} ms, p99 {b['p99_ms']:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

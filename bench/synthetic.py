@@ -160,7 +160,8 @@ def _build_tenant(job: tuple[str, str, int]) -> tuple[str, int]:
 
     store, tenant, n = job
     items = interactions(tenant, n)
-    with Memory(Path(store), Config()) as mem:
+    # One process per tenant: each holds its tenant's lock; the store-level lock would keep all but one out.
+    with Memory(Path(store), Config.of(store_lock=False)) as mem:
         for i in range(0, n, 500):
             mem.add_many(items[i : i + 500], tenant=tenant)
         count = len(mem.notes(tenant))

@@ -137,6 +137,8 @@ def _ingest(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
         )
     print(json.dumps(report, indent=1))
+    skipped = report.get("skipped_duplicate_ids", 0)
+    print(f"amem: {report['records']} records ingested, {skipped} duplicate ids skipped", file=sys.stderr)
     return 0
 
 

@@ -6,6 +6,7 @@
     ├── write:   WriteConfig     linking, evolution, merges, clipping (write/)
     ├── recall:  RecallConfig    hybrid fusion and graph expansion (recall/)
     ├── storage: StorageConfig   log, snapshots, open tenants (storage/)
+    ├── service: ServiceConfig   request body cap, queue bound and deadline (service/)
     └── device:  Device          where FAISS and the kernels run
 
 `Config.with_(**flat)` and `Config.from_env(**flat)` also take the flat names the CLI and benches use
@@ -98,6 +99,10 @@ class WriteConfig:
     max_tags: int = 5
     max_content_chars: int = 8000
     """Content past this is stored whole but truncated, with a marker, for the encoder and the LLM."""
+    max_content_bytes: int = 1 << 20
+    """Largest content (UTF-8 bytes) accepted at all; larger is refused (HTTP 413) before any work."""
+    max_batch_items: int = 1000
+    """Most interactions in one add call (HTTP 413 past this)."""
 
     def __post_init__(self) -> None:
         if self.k_neighbours < 0:
@@ -106,6 +111,8 @@ class WriteConfig:
             raise ConfigError("dedup_threshold must be in (0, 1]")
         if self.max_content_chars < 64:
             raise ConfigError("max_content_chars must be >= 64")
+        if self.max_content_bytes < 1 or self.max_batch_items < 1:
+            raise ConfigError("max_content_bytes and max_batch_items must be >= 1")
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,10 +124,16 @@ class RecallConfig:
     """A hit's score (relative to the best hit) needed for its links to join the results."""
     expand_decay: float = 0.5
     recency_half_life_days: float | None = None
+    max_query_bytes: int = 64 << 10
+    """Largest query (UTF-8 bytes) accepted; larger is refused (HTTP 413) before it reaches the encoder."""
+    max_query_chars: int = 2000
+    """A query past this is clipped for the encoder and BM25, so a search costs the same at any length."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lexical_weight <= 1.0:
             raise ConfigError("lexical_weight must be in [0, 1]")
+        if self.max_query_bytes < 1 or self.max_query_chars < 64:
+            raise ConfigError("max_query_bytes must be >= 1 and max_query_chars >= 64")
 
 
 @dataclass(slots=True, frozen=True)
@@ -131,10 +144,30 @@ class StorageConfig:
     read_only: bool = False
     max_open_tenants: int = 1024
     """Tenants of a persistent store kept in RAM at once; the least recently used is closed past this."""
+    compact_log: bool = True
+    """Log records in format 2 (what the tenant already holds is referred to, not repeated; about half
+    the bytes); False writes format 1 (every note and vector in full). Both replay."""
+    store_lock: bool = True
+    """A writable persistent Memory holds the store-level writer lock (`<store>/LOCK`), so a second
+    writer (serve, ingest, mcp) refuses to start. Off only for Ray ingest shards, whose driver holds it."""
 
     def __post_init__(self) -> None:
         if self.max_open_tenants < 1:
             raise ConfigError("max_open_tenants must be >= 1")
+
+
+@dataclass(slots=True, frozen=True)
+class ServiceConfig:
+    max_request_bytes: int = 16 << 20
+    """Largest HTTP request body; larger is refused with 413 before it is parsed."""
+    max_waiting: int = 64
+    """Requests allowed to wait for a worker thread; past this the service answers 503 with Retry-After."""
+    request_timeout_s: float = 30.0
+    """A request still waiting for a worker after this long gets 503 with Retry-After."""
+
+    def __post_init__(self) -> None:
+        if self.max_request_bytes < 1 or self.max_waiting < 0 or self.request_timeout_s <= 0:
+            raise ConfigError("max_request_bytes >= 1, max_waiting >= 0 and request_timeout_s > 0 required")
 
 
 _SECTIONS = {
@@ -143,6 +176,7 @@ _SECTIONS = {
     "write": WriteConfig,
     "recall": RecallConfig,
     "storage": StorageConfig,
+    "service": ServiceConfig,
 }
 FLAT: dict[str, tuple[str, str]] = {
     "encoder": ("encoder", "kind"),
@@ -151,7 +185,7 @@ FLAT: dict[str, tuple[str, str]] = {
     "encode_batch_size": ("encoder", "batch_size"),
     "annotator": ("llm", "annotator"),
     **{f"llm_{f.name}": ("llm", f.name) for f in fields(LLMConfig) if f.name != "annotator"},
-    **{f.name: (s, f.name) for s in ("write", "recall", "storage") for f in fields(_SECTIONS[s])},
+    **{f.name: (s, f.name) for s in ("write", "recall", "storage", "service") for f in fields(_SECTIONS[s])},
 }
 """Flat name -> (section, field)."""
 
@@ -163,6 +197,7 @@ class Config:
     write: WriteConfig = field(default_factory=WriteConfig)
     recall: RecallConfig = field(default_factory=RecallConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
     device: Device = Device.AUTO
     """AUTO uses CUDA (FAISS GPU / torch kernels) when present, else CPU."""
 

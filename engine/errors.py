@@ -3,6 +3,7 @@
 AmemError
 ├── ConfigError           bad Config value
 ├── InputError            bad interaction / argument (names file, line, field)
+│   └── TooLarge          past a size limit of Config (HTTP 413)
 ├── TenantError           invalid tenant name
 ├── NotFound              no such note (also for another tenant's note)
 ├── StoreError            store cannot be opened or written
@@ -34,6 +35,10 @@ class InputError(AmemError, ValueError):
         prefix = f"{where}: " if where else ""
         suffix = f" (field '{field}')" if field else ""
         super().__init__(f"{prefix}{message}{suffix}")
+
+
+class TooLarge(InputError):
+    """Input past a size limit of Config (content, query, batch): refused before any work is done."""
 
 
 class TenantError(InputError):

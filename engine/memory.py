@@ -6,6 +6,7 @@ Reads: recall over the tenant state.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -16,7 +17,7 @@ from engine.annotate.protocol import Annotator
 from engine.config import Config
 from engine.cost import CostMeter
 from engine.encode import Encoder, make_encoder
-from engine.errors import InputError, NotFound
+from engine.errors import InputError, NotFound, TooLarge
 from engine.model.changes import ChangeSet
 from engine.model.note import AnnotatedBy, Hit, Interaction, Note, NoteVersion
 from engine.model.timeutil import TimeLike, parse_time
@@ -25,7 +26,9 @@ from engine.state.tenant_state import TenantMemory
 from engine.storage.pool import Tenant, TenantPool
 from engine.write import edits
 from engine.write.pipeline import WritePipeline
-from engine.write.validate import check_text, to_interaction
+from engine.write.validate import check_size, check_text, to_interaction
+
+log = logging.getLogger("amem")
 
 
 class Memory:
@@ -87,14 +90,27 @@ class Memory:
 
     def add_interactions(self, interactions: list[Interaction], tenant: str = "default") -> list[str]:
         """add_many for already-validated Interactions (the chat-log reader yields these)."""
+        self._check_sizes(interactions)
         with self._pool.use(tenant) as t:
             assert t is not None
             changes, ids = self.pipeline.run(t.state, interactions)
             _commit(t, changes)
         return ids
 
+    def _check_sizes(self, interactions: list[Interaction]) -> None:
+        limits = self.config.write
+        if len(interactions) > limits.max_batch_items:
+            raise TooLarge(
+                f"{len(interactions)} items, more than the limit of {limits.max_batch_items}",
+                field="memories",
+            )
+        for i, item in enumerate(interactions):
+            check_size(item.content, limits.max_content_bytes, "content", where=f"item {i}")
+
     def update(self, note_id: str, tenant: str = "default", **fields: Any) -> Note:
         """Manual edit of content, keywords, tags, context, speaker or metadata; keeps the prior version."""
+        if isinstance(fields.get("content"), str):
+            check_size(fields["content"], self.config.write.max_content_bytes, "content")
         return self._edit(tenant, lambda s: edits.update(s, self.pipeline, note_id, fields))
 
     def invalidate(self, note_id: str, tenant: str = "default", at: TimeLike | None = None) -> Note:
@@ -132,6 +148,13 @@ class Memory:
             _commit(t, changes)
         return result
 
+    def open_tenants(self, names: Iterable[str]) -> None:
+        """Open (and so lock, on a persistent store) these tenants now: a bulk writer checks them all
+        before its first write. Past max_open_tenants the first are closed again (the store lock holds)."""
+        for name in names:
+            with self._pool.use(name):
+                pass
+
     # --- reads ------------------------------------------------------------------
     def search(
         self,
@@ -145,6 +168,7 @@ class Memory:
     ) -> list[Hit]:
         """Top-k notes for `query`: valid now by default, valid at `as_of`, or all with include_superseded."""
         recipe = self._recipe(query, k, as_of, include_superseded, expand_links, lexical_weight)
+        query = query[: self.config.recall.max_query_chars]  # the encoder's cost grows with length
         vec = self.encoder.encode_batch([query])[0]
         with self._pool.use(tenant, create=False) as t:
             return [] if t is None else search(t.state, vec, query, recipe)
@@ -160,6 +184,7 @@ class Memory:
     ) -> Recipe:
         if not isinstance(query, str) or not query.strip():
             raise InputError("query must be a non-empty string", field="query")
+        check_size(query, self.config.recall.max_query_bytes, "query")
         check_text(query, "query")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InputError(f"k must be a positive integer, got {k!r}", field="k")
@@ -244,14 +269,20 @@ class Memory:
     def __enter__(self) -> Memory:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:  # already failing (say, the log hit a full disk): closing must not hide that first error
+            self.close()
+        except Exception as later:
+            log.error("closing after %s: %s", type(exc).__name__, later)
 
 
 def _commit(t: Tenant, changes: ChangeSet) -> None:
     """Log (fsync) before applying: what a call acknowledged survives a crash."""
     if t.storage is not None:
-        t.storage.log(changes)
+        t.storage.log(changes, t.state)
     t.state.apply(changes)
     if t.storage is not None and t.storage.should_checkpoint():
         t.storage.checkpoint(t.state)

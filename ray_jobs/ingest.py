@@ -31,6 +31,8 @@ from engine.cost import CostMeter
 from engine.errors import ConfigError, InputError
 from engine.io.ingest import save_cost
 from engine.model.tenant_name import validate_tenant
+from engine.storage.lock import StoreLock
+from engine.storage.pool import STORE_LOCK
 from ray_jobs.cluster import ray_session
 from ray_jobs.reader import FileCheck, check_file, file_rows
 from ray_jobs.router import Router, get
@@ -64,9 +66,11 @@ def run_ingest(
     validate_tenant(default_tenant)
     if on_error not in ("fail", "skip"):
         raise InputError(f"on_error must be 'fail' or 'skip', got {on_error!r}", field="on_error")
-    shard_config = split_llm_limits(config, num_shards)
+    # The driver holds the store's writer lock; its shards write disjoint tenants under it.
+    shard_config = split_llm_limits(config, num_shards).with_(store_lock=False)
     started = time.perf_counter()
-    with ray_session():
+    Path(store).mkdir(parents=True, exist_ok=True)
+    with StoreLock(Path(store) / STORE_LOCK), ray_session():
         checks = _check_files([str(Path(f)) for f in files], fmt, on_error)
         actors = _start_shards(
             store, shard_config, num_shards, max_batch, max_wait_ms, max_restarts, job_name

@@ -142,8 +142,11 @@ class EmbeddedAnnotator:
     # --- supersession -----------------------------------------------------------------------------
     def supersession(self, old: Note, new: Note) -> Decision:
         """engine.annotate.facts.decision on two notes, with the similarity of their masked texts."""
-        sim = similarity(self._encode_masked, old.content, new.content)
-        return decide(Statement(old.content, old.speaker), Statement(new.content, new.speaker), sim)
+        # Clipped first: the rules' and encoder's cost is bounded by max_content_chars, not the input.
+        chars = self.config.write.max_content_chars
+        old_text, new_text = clip(old.content, chars), clip(new.content, chars)
+        sim = similarity(self._encode_masked, old_text, new_text)
+        return decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim)
 
     def vet_supersessions(
         self, requests: Sequence[EvolveRequest], answers: list[list[NeighbourUpdate]]

@@ -22,6 +22,8 @@ from engine.model.note import Interaction
 from engine.model.tenant_name import validate_tenant
 from engine.model.timeutil import parse_time
 
+INT_ID = "int:"
+"""How an integer id is kept as a source id, so that 7 and "7" stay two ids."""
 FIELDS = frozenset({"content", "timestamp", "speaker", "tenant", "metadata", "id"})
 """The top-level fields a JSONL line may have."""
 BOM = b"\xef\xbb\xbf"
@@ -211,10 +213,14 @@ def _caller_id(value: Any, where: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+        return f"{INT_ID}{value}"  # ids are compared as given: 7 and "7" are two ids
     if not isinstance(value, str) or not value:
         raise InputError(
             f"id must be a non-empty string or an integer, got {json_type(value)}", where=where, field="id"
+        )
+    if value.startswith(INT_ID):
+        raise InputError(
+            f"a string id may not start with {INT_ID!r} (integer ids are stored so)", where=where, field="id"
         )
     return value
 

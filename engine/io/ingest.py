@@ -6,6 +6,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ from tqdm import tqdm
 
 from engine.config import Config
 from engine.cost import CostMeter
-from engine.io.chatlog import ChatRecord, count_records, read_chatlog, validate_chatlog
+from engine.io.chatlog import ChatRecord, read_chatlog, validate_chatlog
 from engine.memory import Memory
 from engine.storage.fsutil import atomic_write_bytes
+from engine.write.validate import check_size
 
 
 def ingest_files(
@@ -29,7 +31,9 @@ def ingest_files(
     batch_size: int = 256,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Ingest every file into `store`; with on_error='fail' a bad line anywhere rejects the run before any write."""
+    """Ingest every file into `store`; with on_error='fail' a bad line anywhere rejects the run before any
+    write. Every tenant the files name is opened (and so locked) before the first write, so a tenant held
+    by another writer stops the run before anything is written, not half way."""
     config = config or Config()
     files = [Path(f) for f in files]
     if on_error == "fail":
@@ -37,18 +41,21 @@ def ingest_files(
             problems = validate_chatlog(f, fmt=fmt)  # type: ignore[arg-type]
             if problems:
                 raise problems[0]
-    total = sum(int(count_records(f, fmt=fmt)) for f in files)  # type: ignore[arg-type, misc]
+    total, tenants = _plan(files, fmt, tenant, config)
     started = time.perf_counter()
     with (
         Memory(store, config) as mem,
         tqdm(total=total, unit="msg", disable=not progress, smoothing=0.1) as bar,
     ):
-        counts = ingest_records(mem, _records(files, fmt, on_error, rejects), tenant, batch_size, bar)
+        mem.open_tenants(sorted(tenants))
+        run = IngestRun()
+        counts = ingest_records(mem, _records(files, fmt, on_error, rejects), tenant, batch_size, bar, run)
         save_cost(store, mem.cost)
         notes = sum(len(mem.notes(t)) for t in counts)
     elapsed = time.perf_counter() - started
     return {
         "records": sum(counts.values()),
+        "skipped_duplicate_ids": run.duplicates,
         "tenants": dict(counts),
         "notes": notes,
         "seconds": round(elapsed, 3),
@@ -57,17 +64,42 @@ def ingest_files(
     }
 
 
+def _plan(files: Sequence[Path], fmt: str, default_tenant: str, config: Config) -> tuple[int, set[str]]:
+    """Records and tenants of the run, from a pass that writes nothing; a record past
+    max_content_bytes stops the run here, naming its file:line, rather than after others were written."""
+    total, tenants = 0, set()
+    for f in files:
+        for rec in read_chatlog(f, fmt=fmt, on_error="skip"):  # type: ignore[arg-type]
+            check_size(rec.interaction.content, config.write.max_content_bytes, "content", rec.where)
+            tenants.add(rec.tenant or default_tenant)
+            total += 1
+    return total, tenants
+
+
+@dataclass(slots=True)
+class IngestRun:
+    duplicates: int = 0
+    """Records whose id an earlier record of this run already had: they add nothing (first one wins)."""
+    seen: dict[str, set[str]] = field(default_factory=dict)
+
+
 def _records(files: Sequence[Path], fmt: str, on_error: str, rejects: Path | None) -> Iterator[ChatRecord]:
     for f in files:
         yield from read_chatlog(f, fmt=fmt, on_error=on_error, rejects=rejects)  # type: ignore[arg-type]
 
 
 def ingest_records(
-    mem: Memory, records: Iterable[ChatRecord], default_tenant: str, batch_size: int, bar: tqdm | None = None
+    mem: Memory,
+    records: Iterable[ChatRecord],
+    default_tenant: str,
+    batch_size: int,
+    bar: tqdm | None = None,
+    run: IngestRun | None = None,
 ) -> dict[str, int]:
     """Group records per tenant into batches of `batch_size` and add them; returns records per tenant."""
     pending: dict[str, list[Any]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
+    run = run if run is not None else IngestRun()
 
     def flush(name: str) -> None:
         batch = pending.pop(name, [])
@@ -79,6 +111,13 @@ def ingest_records(
 
     for rec in records:
         name = rec.tenant or default_tenant
+        seen = run.seen.setdefault(name, set())
+        if rec.interaction.source_id in seen:
+            run.duplicates += 1
+            if bar is not None:
+                bar.update(1)
+            continue
+        seen.add(rec.interaction.source_id or "")
         pending[name].append(rec.interaction)
         if len(pending[name]) >= batch_size:
             flush(name)
@@ -92,6 +131,7 @@ def save_cost(store: Path, cost: CostMeter) -> None:
     path = Path(store) / "cost.json"
     total = CostMeter.from_report(json.loads(path.read_text())) if path.exists() else CostMeter()
     total.merge(cost)
+    path.parent.mkdir(parents=True, exist_ok=True)  # an empty run has made no tenant (nor the store)
     atomic_write_bytes(path, json.dumps(total.report(), indent=1).encode())
 
 

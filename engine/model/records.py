@@ -6,11 +6,11 @@ import base64
 import binascii
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from engine.errors import InputError
+from engine.errors import CorruptStore, InputError
 from engine.model.changes import ChangeSet
 from engine.model.note import Link, Note, NoteVersion
 from engine.model.timeutil import from_epoch, to_epoch
@@ -92,26 +92,112 @@ def version_from_record(rec: dict[str, Any]) -> NoteVersion:
     )
 
 
-def changes_to_records(changes: ChangeSet) -> list[dict[str, Any]]:
+RECORD_FORMAT = 2
+"""Log records: 1 = every note and vector in full; 2 = compact, may refer to the state it applies to."""
+CURRENT = "current"
+
+
+class Base(Protocol):
+    """The tenant state a ChangeSet applies to. A compact record names what it shares with that state
+    instead of repeating it: a version that *is* the current note (and vector), an upsert as the fields
+    that changed. Logging happens before applying and replay applies in log order, so at replay the
+    state a record refers to is exactly the state it was written against."""
+
+    def current_note(self, note_id: str) -> Note | None: ...
+
+    def current_vector(self, note_id: str) -> np.ndarray | None: ...
+
+
+def changes_to_records(changes: ChangeSet, base: Base | None = None) -> list[dict[str, Any]]:
+    """Records of `changes`; with `base`, compact (format 2): what equals the base is referred to."""
     out: list[dict[str, Any]] = [{"op": "delete", "id": i} for i in changes.deletes]
-    out += [{"op": "version", **version_to_record(v)} for v in changes.versions]
-    out += [
-        {"op": "upsert", "note": note_to_record(n), "vector": encode_vector(v)} for n, v in changes.upserts
-    ]
+    out += [_version_record(v, base) for v in changes.versions]
+    out += [_upsert_record(n, v, base) for n, v in changes.upserts]
     return out
 
 
-def changes_from_records(records: list[dict[str, Any]]) -> ChangeSet:
+def _same_vector(vector: np.ndarray | None, base: Base, note_id: str) -> bool:
+    current = base.current_vector(note_id)
+    return vector is not None and current is not None and np.array_equal(vector, current)
+
+
+def _version_record(v: NoteVersion, base: Base | None) -> dict[str, Any]:
+    rec = {"op": "version", **version_to_record(v)}
+    if base is not None:
+        if base.current_note(v.note_id) == v.note:
+            rec["note"] = CURRENT
+        if _same_vector(v.embedding, base, v.note_id):
+            rec["embedding"] = CURRENT
+    return rec
+
+
+def _upsert_record(note: Note, vector: np.ndarray, base: Base | None) -> dict[str, Any]:
+    new = note_to_record(note)
+    current = base.current_note(note.id) if base is not None else None
+    if base is None or current is None:
+        return {"op": "upsert", "note": new, "vector": encode_vector(vector)}
+    old = note_to_record(current)
+    changed = {k: v for k, v in new.items() if old.get(k) != v}
+    vec = CURRENT if _same_vector(vector, base, note.id) else encode_vector(vector)
+    return {"op": "upsert", "id": note.id, "changed": changed, "vector": vec}
+
+
+def changes_from_records(
+    records: list[dict[str, Any]], base: Base | None = None, skipped: list[str] | None = None
+) -> ChangeSet:
+    """Inverse of changes_to_records; `base` (the state before these changes) resolves references.
+
+    A reference the base cannot resolve (a damaged snapshot lost the note) raises CorruptStore, or,
+    given `skipped`, drops that one change and appends why to `skipped` (a lenient replay)."""
     changes = ChangeSet()
     for rec in records:
         op = rec["op"]
-        if op == "delete":
-            changes.deletes.append(rec["id"])
-        elif op == "version":
-            changes.versions.append(version_from_record(rec))
-        elif op == "upsert":
-            changes.upserts.append((note_from_record(rec["note"]), decode_vector(rec["vector"])))
+        try:
+            if op == "delete":
+                changes.deletes.append(rec["id"])
+            elif op == "version":
+                changes.versions.append(_version_from(rec, base))
+            elif op == "upsert":
+                changes.upserts.append(_upsert_from(rec, base))
+        except CorruptStore as exc:
+            if skipped is None:
+                raise
+            skipped.append(str(exc))
     return changes
+
+
+def _resolve(base: Base | None, note_id: str) -> tuple[Note, np.ndarray | None]:
+    note = base.current_note(note_id) if base is not None else None
+    if base is None or note is None:
+        raise CorruptStore(f"a compact log record refers to note {note_id!r}, which the state lacks")
+    return note, base.current_vector(note_id)
+
+
+def _version_from(rec: dict[str, Any], base: Base | None) -> NoteVersion:
+    if rec["note"] != CURRENT and rec.get("embedding") != CURRENT:
+        return version_from_record(rec)
+    note, vector = _resolve(base, rec["note_id"])
+    full = {**rec, "embedding": None if rec.get("embedding") == CURRENT else rec.get("embedding")}
+    if rec["note"] == CURRENT:
+        full["note"] = note_to_record(note)
+    version = version_from_record(full)
+    if rec.get("embedding") == CURRENT:
+        version.embedding = None if vector is None else vector.copy()
+    return version
+
+
+def _upsert_from(rec: dict[str, Any], base: Base | None) -> tuple[Note, np.ndarray]:
+    if "note" in rec:
+        return note_from_record(rec["note"]), decode_vector(rec["vector"])
+    note, vector = _resolve(base, rec["id"])
+    full = {**note_to_record(note), **rec["changed"]}
+    if rec["vector"] == CURRENT:
+        if vector is None:
+            raise CorruptStore(
+                f"a compact log record refers to the vector of {rec['id']!r}, which is missing"
+            )
+        return note_from_record(full), vector
+    return note_from_record(full), decode_vector(rec["vector"])
 
 
 def dumps(obj: Any) -> str:

@@ -18,7 +18,6 @@ with bench/service.py). Writes get their own pool so a long batch never queues t
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
@@ -32,9 +31,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from engine.config import Config
-from engine.errors import InputError, LLMError, NotFound, StoreError, StoreLocked
+from engine.errors import ConfigError, InputError, LLMError, NotFound, StoreError, StoreLocked, TooLarge
 from engine.memory import Memory
 from engine.model.note import Hit, Interaction, Note, NoteVersion
+from engine.model.tenant_name import validate_tenant
+from engine.service.guard import (
+    RETRY_AFTER,
+    BodyGuard,
+    Overloaded,
+    admit,
+    excerpt,
+    overloaded,
+    validation_error,
+)
 from engine.service.keys import KeyStore
 from engine.service.mcp_http import mount_mcp
 from engine.service.schemas import (
@@ -51,7 +60,7 @@ from engine.service.schemas import (
     note_out,
     version_out,
 )
-from engine.write.validate import to_interaction
+from engine.write.validate import check_size, to_interaction
 
 log = logging.getLogger("amem.service")
 OPEN_TENANT_HEADER = "X-Amem-Tenant"
@@ -89,6 +98,7 @@ def create_app(store: Path, keys: Path | None, memory: Backend | None = None) ->
     key_store = KeyStore(keys) if keys is not None else None
     owned = memory is None
     backend: Backend = memory if memory is not None else Memory(store, Config.from_env())
+    config: Config = getattr(backend, "config", None) or Config.from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -104,9 +114,10 @@ def create_app(store: Path, keys: Path | None, memory: Backend | None = None) ->
         lifespan=lifespan,
         description="Agentic memory (A-MEM) notes per tenant: add, hybrid search, history, delete.",
     )
-    app.state.backend, app.state.keys = backend, key_store
+    app.state.backend, app.state.keys, app.state.config = backend, key_store, config
     app.include_router(_router)
     mount_mcp(app, backend, key_store)  # MCP over streamable HTTP at /mcp, same keys and tenants
+    app.add_middleware(BodyGuard, limit=config.service.max_request_bytes)
     _add_error_handlers(app)
     return app
 
@@ -126,7 +137,16 @@ def _unauthorized(detail: str) -> HTTPException:
 async def _tenant(request: Request) -> str:
     keys: KeyStore | None = request.app.state.keys
     if keys is None:
-        return request.headers.get(OPEN_TENANT_HEADER, "default")
+        try:
+            return validate_tenant(request.headers.get(OPEN_TENANT_HEADER, "default"))
+        except InputError as exc:
+            err = {
+                "type": "value_error",
+                "loc": ("header", OPEN_TENANT_HEADER),
+                "msg": str(exc),
+                "input": None,
+            }
+            raise RequestValidationError([err]) from exc
     key = _presented_key(request)
     if key is None:
         raise _unauthorized("missing API key (Authorization: Bearer <key>)")
@@ -156,15 +176,11 @@ async def _backend(request: Request) -> Backend:
 
 
 async def _read(request: Request, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    return await anyio.to_thread.run_sync(
-        functools.partial(fn, *args, **kwargs), limiter=request.app.state.reads
-    )
+    return await admit(request.app.state.reads, request.app.state.config.service, fn, *args, **kwargs)
 
 
 async def _write(request: Request, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    return await anyio.to_thread.run_sync(
-        functools.partial(fn, *args, **kwargs), limiter=request.app.state.writes
-    )
+    return await admit(request.app.state.writes, request.app.state.config.service, fn, *args, **kwargs)
 
 
 Tenant = Annotated[str, Depends(_tenant)]
@@ -177,8 +193,21 @@ _router = APIRouter()
 @_router.post("/v1/memories", status_code=201, response_model=AddResponse, tags=["memories"])
 async def add_memories(body: AddRequest, tenant: Tenant, mem: Mem, request: Request) -> AddResponse:
     """Add one or many interactions as one batch; each becomes a note (or merges into a near-duplicate)."""
+    _check_sizes(body, request.app.state.config)
     items = [_interaction(m, i) for i, m in enumerate(body.memories)]
     return AddResponse(ids=await _write(request, mem.add_interactions, items, tenant=tenant))
+
+
+def _check_sizes(body: AddRequest, config: Config) -> None:
+    """The limits before any work: 413 naming the field (Memory checks them too, for callers in-process)."""
+    if len(body.memories) > config.write.max_batch_items:
+        msg = f"{len(body.memories)} items, more than the limit of {config.write.max_batch_items}"
+        raise TooLarge(msg, field="memories")
+    for i, m in enumerate(body.memories):
+        try:
+            check_size(m.content, config.write.max_content_bytes, "content")
+        except TooLarge as exc:
+            raise TooLarge(str(exc), field=f"memories.{i}.content") from None
 
 
 def _interaction(item: MemoryIn, index: int) -> Interaction:
@@ -226,8 +255,16 @@ async def delete_memory(note_id: str, tenant: Tenant, mem: Mem, request: Request
 
 
 @_router.get("/healthz", tags=["service"])
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def healthz(request: Request) -> JSONResponse:
+    """200 when the service can answer; 503 when it cannot authenticate anyone (the keys file is unusable)."""
+    keys: KeyStore | None = request.app.state.keys
+    try:
+        if keys is not None:
+            keys.list()
+    except ConfigError as exc:
+        log.error("healthz: %s", exc)
+        return JSONResponse({"status": "error", "detail": _KEYS_BROKEN}, status_code=503)
+    return JSONResponse({"status": "ok"})
 
 
 # --- keys (admin) -------------------------------------------------------------------------
@@ -254,11 +291,25 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(NotFound, _not_found)  # type: ignore[arg-type]
     app.add_exception_handler(StoreError, _store_error)  # type: ignore[arg-type]
     app.add_exception_handler(LLMError, _llm_error)  # type: ignore[arg-type]
+    app.add_exception_handler(ConfigError, _config_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Overloaded, overloaded)  # type: ignore[arg-type]
 
 
 def _input_error(_: Request, exc: InputError) -> JSONResponse:
-    loc = ["body", exc.field] if exc.field else ["body"]
-    return JSONResponse({"detail": [{"type": "value_error", "loc": loc, "msg": str(exc)}]}, status_code=422)
+    parts = ["body", *exc.field.split(".")] if exc.field else ["body"]
+    loc = [int(p) if p.isdigit() else p for p in parts]
+    kind, status = ("too_large", 413) if isinstance(exc, TooLarge) else ("value_error", 422)
+    return JSONResponse({"detail": [{"type": kind, "loc": loc, "msg": excerpt(str(exc), 320)}]}, status)
+
+
+_KEYS_BROKEN = "the API keys file cannot be used; the server log says why"
+
+
+def _config_error(request: Request, exc: ConfigError) -> JSONResponse:
+    # Fail closed, and keep server paths out of the answer: the operator reads them in the log.
+    log.error("%s %s: %s", request.method, request.url.path, exc)
+    return JSONResponse({"detail": _KEYS_BROKEN}, status_code=503, headers=RETRY_AFTER)
 
 
 def _not_found(_: Request, exc: NotFound) -> JSONResponse:

@@ -148,5 +148,8 @@ def _load(path: Path) -> _Keys:
     for entry, tenant in data.get("keys", {}).items():
         if not isinstance(tenant, str):
             raise ConfigError(f"{path}: the tenant of a key must be a string, got {tenant!r}")
-        tenants[_stored_hash(entry)] = validate_tenant(tenant, where=str(path))
+        try:
+            tenants[_stored_hash(entry)] = validate_tenant(tenant)
+        except InputError as exc:  # the file is the server's config: its fault is a ConfigError (503)
+            raise ConfigError(f"{path}: {exc}") from None
     return _Keys(admin_hash=_stored_hash(admin) if admin else None, tenants=tenants)

@@ -10,11 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from engine.model.note import Hit, Note, NoteVersion
 
-MAX_ITEMS_PER_ADD = 1000
 TimeIn = StrictStr | StrictInt | StrictFloat
 
 
@@ -23,11 +22,11 @@ class _Request(BaseModel):
 
 
 class MemoryIn(_Request):
-    content: str = Field(min_length=1, description="The interaction text, stored whole.")
+    content: StrictStr = Field(min_length=1, description="The interaction text, stored whole.")
     timestamp: TimeIn | None = Field(None, description="ISO-8601 or epoch seconds; default now.")
-    speaker: str | None = None
+    speaker: StrictStr | None = None
     metadata: dict[str, Any] | None = None
-    source_id: str | None = Field(
+    source_id: StrictStr | None = Field(
         None, min_length=1, description="Your stable id: adding the same source_id again is a no-op."
     )
 
@@ -35,8 +34,7 @@ class MemoryIn(_Request):
 class AddRequest(_Request):
     memories: list[MemoryIn] = Field(
         min_length=1,
-        max_length=MAX_ITEMS_PER_ADD,
-        description="One or many interactions, written as one batch.",
+        description="One or many interactions, written as one batch (at most Config.write.max_batch_items).",
     )
 
 
@@ -45,11 +43,11 @@ class AddResponse(BaseModel):
 
 
 class SearchRequest(_Request):
-    query: str = Field(min_length=1)
-    k: int = Field(10, ge=1, le=1000)
+    query: StrictStr = Field(min_length=1)
+    k: StrictInt = Field(10, ge=1, le=1000, description='An integer: true and "5" are refused.')
     as_of: TimeIn | None = Field(None, description="What was true at this time (ISO-8601 or epoch seconds).")
-    include_superseded: bool = False
-    expand_links: bool | None = Field(
+    include_superseded: StrictBool = False
+    expand_links: StrictBool | None = Field(
         None, description="Add linked notes of strong hits (default: server config)."
     )
 

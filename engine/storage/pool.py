@@ -18,7 +18,11 @@ from engine.config import Config
 from engine.errors import InputError
 from engine.model.tenant_name import validate_tenant
 from engine.state.tenant_state import TenantMemory
+from engine.storage.lock import StoreLock
 from engine.storage.tenant_store import TenantStorage
+
+STORE_LOCK = "LOCK"
+"""The store-level writer lock file, beside `tenants/`."""
 
 
 @dataclass(slots=True)
@@ -38,6 +42,7 @@ class TenantPool:
         self.open: OrderedDict[str, Tenant] = OrderedDict()
         self._lock = threading.Lock()
         self.is_closed = False
+        self.store_lock = _store_lock(path, config)
 
     @contextmanager
     def use(self, name: str, create: bool = True) -> Iterator[Tenant | None]:
@@ -116,5 +121,16 @@ class TenantPool:
                     self._close(t)
                 except Exception as exc:  # every tenant gets its chance to close; the first error is raised
                     errors.append(exc)
+        if self.store_lock is not None:
+            self.store_lock.release()
         if errors:
             raise errors[0]
+
+
+def _store_lock(path: Path | None, config: Config) -> StoreLock | None:
+    """One writer per store, taken when the writer opens (not per tenant on first use): a second
+    `amem serve` on the same store must fail at start, naming the holder, not answer 503 forever."""
+    if path is None or config.storage.read_only or not config.storage.store_lock:
+        return None
+    path.mkdir(parents=True, exist_ok=True)
+    return StoreLock(path / STORE_LOCK).acquire()

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.errors import ConfigError, CorruptStore
+from engine.errors import ConfigError, CorruptStore, StoreError
 from engine.model.changes import ChangeSet
 from engine.model.records import dumps, note_from_record, note_to_record
 from engine.state.tenant_state import TenantMemory
@@ -46,7 +46,20 @@ class SnapshotInfo:
 
 
 def write_snapshot(folder: Path, tm: TenantMemory, seq: int, encoder: str) -> SnapshotInfo:
+    """Write, fsync and swap in a snapshot; on failure (a full disk) nothing of it is left behind and the
+    error is a StoreError naming the folder, so the log (still whole) remains the tenant's record."""
     tmp = folder / f"snap-{seq:012d}.tmp"
+    try:
+        return _write_snapshot(folder, tmp, tm, seq, encoder)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreError(f"{folder}: cannot write a snapshot: {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder: str) -> SnapshotInfo:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     files = {"notes.parquet": _notes_table(tm), "versions.parquet": tm.history.table()}

@@ -12,10 +12,13 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
+
 from engine.config import Config
-from engine.errors import CorruptStore, ReadOnlyStore
+from engine.errors import CorruptStore, NotFound, ReadOnlyStore
 from engine.model.changes import ChangeSet
-from engine.model.records import changes_from_records, changes_to_records
+from engine.model.note import Note
+from engine.model.records import RECORD_FORMAT, changes_from_records, changes_to_records
 from engine.model.tenant_name import tenant_dir
 from engine.state.tenant_state import TenantMemory
 from engine.storage.lock import StoreLock
@@ -71,10 +74,12 @@ class TenantStorage:
                 )
             # strict=False: damage inside the log stops replay at the last whole group (reported), so the
             # tenant opens on its last good state instead of not at all.
+            skipped: list[str] = []
             for seq, record in self._wal.replay(after_seq=snap_seq, strict=False):
-                tm.apply(changes_from_records(record["changes"]))
+                tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
                 self.seq = seq
                 self._since_snapshot += 1
+            self._report_skipped(skipped)
             if self._wal.last_problem:
                 self._problem(f"{self.folder / 'wal.log'}: {self._wal.last_problem}")
             # After the replay: a log damaged below the snapshot must be accepted (strict=False) before
@@ -105,9 +110,11 @@ class TenantStorage:
         self._seen = signature
         if wal is not None:
             self._wal = wal
+            skipped: list[str] = []
             for seq, record in wal.replay(after_seq=self.seq, strict=False):
-                tm.apply(changes_from_records(record["changes"]))
+                tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
                 self.seq = seq
+            self._report_skipped(skipped)
         return tm
 
     def _signature(self) -> tuple[tuple[int, int, int], ...]:
@@ -129,15 +136,23 @@ class TenantStorage:
                 tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda)  # type: ignore[misc]  # drop what was half-read
         return 0
 
+    def _report_skipped(self, skipped: list[str]) -> None:
+        if skipped:  # only after a damaged snapshot: the log refers to notes it held
+            self._problem(f"{len(skipped)} logged changes could not be applied, e.g. {skipped[0]}")
+
     def _problem(self, message: str) -> None:
         log.warning("tenant %s: %s", self.tenant, message)
         self.problems.append(message)
 
-    def log(self, changes: ChangeSet) -> None:
+    def log(self, changes: ChangeSet, state: TenantMemory | None = None) -> None:
+        """Log `changes` before they are applied to `state`; given the state, the record is compact
+        (format 2: what the state already holds is referred to, not repeated)."""
         if self.read_only:
             raise ReadOnlyStore(f"tenant {self.tenant!r} at {self.folder} is open read-only")
         if self._wal is not None and changes:
-            self.seq = self._wal.append([{"changes": changes_to_records(changes)}])
+            compact = state is not None and self.config.storage.compact_log
+            records = changes_to_records(changes, StateBase(state) if compact else None)  # type: ignore[arg-type]
+            self.seq = self._wal.append([{"format": RECORD_FORMAT if compact else 1, "changes": records}])
             self._since_snapshot += 1
         elif changes:
             self.seq += 1
@@ -167,3 +182,19 @@ class TenantStorage:
                 self._wal.close()
             if self._lock is not None:
                 self._lock.release()
+
+
+class StateBase:
+    """A tenant's state as the `Base` compact log records refer to."""
+
+    def __init__(self, tm: TenantMemory) -> None:
+        self.tm = tm
+
+    def current_note(self, note_id: str) -> Note | None:
+        return self.tm.notes.get(note_id)
+
+    def current_vector(self, note_id: str) -> np.ndarray | None:
+        try:
+            return self.tm.vector(note_id)
+        except NotFound:
+            return None

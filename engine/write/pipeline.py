@@ -21,7 +21,7 @@ from engine.annotate.schemas import Candidate, EvolveRequest, LinkRequest
 from engine.config import Config
 from engine.encode import Encoder
 from engine.model.changes import ChangeSet
-from engine.model.note import Interaction, Link, Note, NoteVersion, new_id
+from engine.model.note import Interaction, Link, Note, NoteVersion, clip, new_id
 from engine.model.timeutil import utcnow
 from engine.state.tenant_state import TenantMemory
 from engine.text import jaccard
@@ -117,7 +117,7 @@ class WritePipeline:
 
     # --- stages 1-2: annotate all, encode all ----------------------------------------
     def _build(self, batch: _Batch, items: list[Interaction]) -> None:
-        items = _thread(batch.tm, items)
+        items = _thread(batch.tm, items, self.config.write.max_content_chars)
         annotations = self.annotator.annotate(items) if items else []
         for item, ann in zip(items, annotations, strict=True):
             batch.new.append(
@@ -175,13 +175,15 @@ class WritePipeline:
         batch.keep(keep)
 
     def _duplicate_of(self, batch: _Batch, note: Note, pool: list[tuple[str | None, float]]) -> str | None:
+        chars = self.config.write.max_content_chars  # token sets of the clipped text: cost bounded by it
         for other_id, cosine in sorted(pool, key=lambda p: -p[1]):
             if other_id is None or cosine < self.config.write.dedup_threshold:
                 continue
             other = batch.current(other_id)
             if (
                 other.speaker == note.speaker
-                and jaccard(other.content, note.content) >= self.config.write.dedup_jaccard
+                and jaccard(clip(other.content, chars), clip(note.content, chars))
+                >= self.config.write.dedup_jaccard
             ):
                 return other_id
         return None
@@ -262,16 +264,16 @@ class WritePipeline:
         return ChangeSet(upserts=upserts, versions=batch.versions)
 
 
-def _thread(tm: TenantMemory, items: list[Interaction]) -> list[Interaction]:
+def _thread(tm: TenantMemory, items: list[Interaction], chars: int) -> list[Interaction]:
     """Copies of the interactions (in time order), each told the one before it in the tenant's conversation."""
     last = tm.latest
-    previous = f"{last.speaker or 'someone'}: {last.content}" if last is not None else None
+    previous = f"{last.speaker or 'someone'}: {clip(last.content, chars)}" if last is not None else None
     out = []
     for item in items:
         if item.previous is None and (last is None or last.timestamp <= item.timestamp):
             item = replace(item, previous=previous)
         out.append(item)
-        previous = f"{item.speaker or 'someone'}: {item.content}"
+        previous = f"{item.speaker or 'someone'}: {clip(item.content, chars)}"
     return out
 
 

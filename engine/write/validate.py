@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from engine.errors import InputError
+from engine.errors import InputError, TooLarge
 from engine.model.note import Interaction
 from engine.model.timeutil import parse_time, utcnow
 
@@ -20,6 +20,15 @@ def check_text(value: Any, field: str, where: str | None = None) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise InputError("text is not valid Unicode (lone surrogate)", where=where, field=field) from None
+
+
+def check_size(text: str, limit: int, field: str, where: str | None = None) -> None:
+    """Refuse `text` past `limit` UTF-8 bytes; cheap (no encoding) when it cannot be past it."""
+    if len(text) * 4 <= limit:
+        return
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise TooLarge(f"{size} bytes, more than the limit of {limit}", where=where, field=field)
 
 
 def _keys(value: Any) -> list[Any]:

@@ -98,7 +98,7 @@ def test_speaker_empty_means_none_and_ids_are_the_callers(tmp_path: Path) -> Non
     path = _jsonl(tmp_path / "c.jsonl", {**GOOD, "speaker": "", "id": "msg-1"}, {**GOOD, "id": 42})
     first, second = read_chatlog(path)
     assert first.interaction.speaker is None and first.interaction.source_id == "msg-1"
-    assert second.interaction.source_id == "42"
+    assert second.interaction.source_id == "int:42"  # not "42": 42 and "42" are two ids
 
 
 def test_source_ids_are_stable_and_tell_lines_apart(tmp_path: Path) -> None:

@@ -332,15 +332,22 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 
 def test_a_second_writer_gets_store_locked_naming_the_holder(store: Path, encoder: Encoder) -> None:
-    with _open(store, encoder) as writer:
+    with _open(store, encoder), pytest.raises(StoreLocked) as err:
+        _open(store, encoder)  # the store-level lock: refused at open, before any tenant is touched
+    message = str(err.value)
+    assert str(store / "LOCK") in message and f"process {os.getpid()}" in message
+    assert "only one writer" in message
+
+
+def test_without_the_store_lock_the_tenant_lock_still_guards(store: Path, encoder: Encoder) -> None:
+    shard = Config.of(store_lock=False)  # how Ray ingest shards open the store (their driver holds LOCK)
+    with Memory(store, shard, encoder=encoder) as writer:
         writer.notes(TENANT)  # the writer holds the tenant's lock from its first touch
-        other = _open(store, encoder)
+        other = Memory(store, shard, encoder=encoder)
         with pytest.raises(StoreLocked) as err:
             other.add("A second writer must not get in.", tenant=TENANT)
         other.close()
-    message = str(err.value)
-    assert str(_folder(store) / "LOCK") in message and f"process {os.getpid()}" in message
-    assert "only one writer" in message
+    assert str(_folder(store) / "LOCK") in str(err.value)
 
 
 def test_a_reader_opens_while_the_writer_holds_the_lock_and_sees_what_was_committed(

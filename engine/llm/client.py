@@ -85,6 +85,7 @@ class OpenAIClient:
         self._dialect: Dialect | None = None if config.llm.dialect is Dialect.AUTO else config.llm.dialect
         self._slots: int | None = config.llm.server_slots
         self._probe = asyncio.Lock()
+        self._probe_failed = False
         self._http = httpx.AsyncClient(
             base_url=api_base(base_url),
             # identity: the lean transport hands bodies over as they come, undecoded
@@ -97,12 +98,19 @@ class OpenAIClient:
         self, stage: str, prompt: Prompt, schema: dict[str, Any], max_tokens: int | None = None
     ) -> str:
         """The answer text; LLMTruncated when it hit `max_tokens` (default config.llm.max_tokens)."""
-        if self._slots is None or self._dialect is None:
+        if self._slots is None or (self._dialect is None and not self._probe_failed):
             async with self._probe:  # the first request settles slots and dialect; the rest wait for it
                 if self._slots is None:
                     self._slots = await self._server_slots()
-                if self._dialect is None:
-                    return await self._probe_dialect(stage, prompt, schema, max_tokens)
+                if self._dialect is None and not self._probe_failed:
+                    try:
+                        return await self._probe_dialect(stage, prompt, schema, max_tokens)
+                    except LLMError as exc:
+                        # No answer at all (dead, overloaded): don't make every request wait its turn.
+                        self._probe_failed = not isinstance(exc, LLMFormatRejected | LLMBadOutput)
+                        raise
+        if self._dialect is None:  # each request probes for itself, concurrently
+            return await self._probe_dialect(stage, prompt, schema, max_tokens)
         return await self._chat_as(self._dialect, stage, prompt, schema, max_tokens)
 
     @property

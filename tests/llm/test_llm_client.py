@@ -82,7 +82,10 @@ def test_gate_cancelled_waiter_gives_nothing_away() -> None:
 
 def test_batch_is_sent_concurrently(llm_server: StandIn) -> None:
     llm_server.state.latency_s = 0.1
-    b = backend(llm_server.url, CostMeter(), llm_max_in_flight=64)
+    # Dialect and slots given: no first-call probe, so all 128 start together.
+    b = backend(
+        llm_server.url, CostMeter(), llm_max_in_flight=64, llm_dialect="json_schema", llm_server_slots=64
+    )
     try:
         answers = b.complete_batch("note", note_prompts(128), SCHEMA)
     finally:

@@ -1,6 +1,8 @@
 """LLM ingest: the batched pipeline vs the reference A-MEM loop, against a stand-in server with fixed latency.
 
     python -m bench.llm_ingest [--quick] [--latency 0.1] [--concurrency 1 16 64 256]
+    python -m bench.llm_ingest --url http://host:8000/v1 [--notes 8] [--concurrency 1 4]   # a real server
+    python -m bench.llm_ingest --serve-llama [--notes 4] [--concurrency 1 4]    # llama-server + SmolLM2
 
 The stand-in (tests/llm/llm_server.py) runs in its own process and answers every request after a fixed
 latency, like a remote vLLM whose batch is never full. Both sides ingest the same synthetic chat into
@@ -131,6 +133,64 @@ def _best(repeat: int, once: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return max((once() for _ in range(repeat)), key=lambda row: row["notes_per_s"])
 
 
+def real_run(
+    url: str, encoder: Encoder, n: int, concurrency: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """`n` notes of the synthetic chat into an empty Memory, c requests in flight, against a real server."""
+    config = Config.of(
+        annotator="llm",
+        llm_url=url,
+        llm_model=args.model,
+        llm_max_in_flight=concurrency,
+        llm_max_tokens=args.max_tokens,
+        llm_timeout_s=args.timeout,
+        k_neighbours=args.k,
+    )
+    _, items = _stream(n)
+    with Memory(config=config, encoder=encoder) as mem:
+        started = time.perf_counter()
+        mem.add_many(items, tenant="bench")
+        seconds = time.perf_counter() - started
+        cost = mem.cost
+    rows = cost.report().values()
+    return {
+        "concurrency": concurrency,
+        "notes": n,
+        "seconds": round(seconds, 2),
+        "notes_per_s": n / seconds,
+        "calls": sum(r["calls"] for r in rows),
+        "errors": sum(r["errors"] for r in rows),
+        "prompt_tokens": sum(r["prompt_tokens"] for r in rows),
+        "completion_tokens": sum(r["completion_tokens"] for r in rows),
+        "completion_tokens_per_s": sum(r["completion_tokens"] for r in rows) / seconds,
+        "fallback_rate": round(cost.fallback_rate(), 3),
+        "fallbacks": cost.fallback_reasons(),
+        "per_stage": cost.report(n),
+    }
+
+
+def real_main(args: argparse.Namespace) -> None:
+    levels = args.concurrency or [1, 4]
+    encoder = WordLlamaEncoder()
+    if args.serve_llama:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from integration.llama import serve
+
+        # Each slot gets ctx // parallel tokens: give every one of max(levels) slots 2048.
+        with serve(ctx=2048 * max(levels), parallel=max(levels)) as url:
+            rows = [real_run(url, encoder, args.notes, c, args) for c in levels]
+        server = "llama-server (llama-cpp-python 0.3.36 sources) + SmolLM2-135M-Instruct Q4_1, CPU"
+    else:
+        rows = [real_run(args.url, encoder, args.notes, c, args) for c in levels]
+        server = args.url
+    columns = ["concurrency", "notes", "seconds", "notes_per_s", "calls", "errors", "prompt_tokens"]
+    print(f"server: {server}; max_tokens {args.max_tokens}, k {args.k}")
+    print(table(rows, [*columns, "completion_tokens", "completion_tokens_per_s", "fallback_rate"]))
+    for row in rows:
+        print(f"  in flight {row['concurrency']}: fallbacks by reason {row['fallbacks'] or 'none'}")
+    print(f"wrote {write_json(args.name, {'server': server, 'rows': rows})}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small run: fewer notes, concurrency 1 16 64")
@@ -141,7 +201,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per setting; the fastest is kept (both sides)"
     )
+    parser.add_argument("--url", default=None, help="a real OpenAI-compatible server instead of the stand-in")
+    parser.add_argument("--serve-llama", action="store_true", help="start llama-server + SmolLM2 and use it")
+    parser.add_argument("--notes", type=int, default=4, help="real server: notes per run")
+    parser.add_argument("--model", default="default", help="real server: model name")
+    parser.add_argument("--max-tokens", type=int, default=128, help="real server: answer budget")
+    parser.add_argument("--timeout", type=float, default=300.0, help="real server: seconds per request")
+    parser.add_argument("--k", type=int, default=2, help="real server: link candidates per note")
+    parser.add_argument("--name", default="llm_ingest_real", help="real server: bench/results/<name>.json")
     args = parser.parse_args(argv)
+    if args.url or args.serve_llama:
+        real_main(args)
+        return
     levels = args.concurrency or ([1, 16, 64] if args.quick else [1, 16, 64, 256])
     n_seq = args.sequential_notes or (10 if args.quick else 40)
     waves = args.waves or (4 if args.quick else 8)

@@ -78,6 +78,21 @@ def _llm_flags(p: argparse.ArgumentParser) -> None:
         help="OpenAI-compatible server, e.g. http://host:8000/v1 (env AMEM_LLM_URL)",
     )
     p.add_argument("--llm-model", default=None, help="model name (env AMEM_LLM_MODEL)")
+    p.add_argument(
+        "--llm-max-in-flight", type=int, default=None, help="requests in flight (env AMEM_LLM_MAX_IN_FLIGHT)"
+    )
+    p.add_argument(
+        "--llm-timeout",
+        type=float,
+        default=None,
+        help="seconds per request, scaled by in-flight over server slots (env AMEM_LLM_TIMEOUT_S)",
+    )
+    p.add_argument(
+        "--llm-dialect",
+        default=None,
+        choices=["auto", "json_schema", "json_object", "none"],
+        help="response_format form the server takes (env AMEM_LLM_DIALECT; default auto-detect)",
+    )
     p.add_argument("--encoder", default=None, choices=["wordllama", "minilm", "api"])
 
 
@@ -91,6 +106,12 @@ def _ingest_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray", action="store_true", help="ingest with Ray shard actors")
     p.add_argument("--shards", type=int, default=2)
     p.add_argument("--no-wal", action="store_true", help="no write-ahead log (faster, loses work on a crash)")
+    p.add_argument(
+        "--max-fallback-rate",
+        type=float,
+        default=0.5,
+        help="exit 3 when more than this share of LLM items fell back to the embedded annotator",
+    )
     _llm_flags(p)
     p.set_defaults(run=_ingest)
 
@@ -99,6 +120,9 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     return Config.from_env(
         llm_url=getattr(args, "llm_url", None),
         llm_model=getattr(args, "llm_model", None),
+        llm_max_in_flight=getattr(args, "llm_max_in_flight", None),
+        llm_timeout_s=getattr(args, "llm_timeout", None),
+        llm_dialect=getattr(args, "llm_dialect", None),
         encoder=getattr(args, "encoder", None),
         **extra,
     )
@@ -139,6 +163,11 @@ def _ingest(args: argparse.Namespace) -> int:
     print(json.dumps(report, indent=1))
     skipped = report.get("skipped_duplicate_ids", 0)
     print(f"amem: {report['records']} records ingested, {skipped} duplicate ids skipped", file=sys.stderr)
+    from engine.io.ingest import fallback_problem
+
+    if problem := fallback_problem(report, args.max_fallback_rate):
+        print(f"amem: error: {problem}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -41,6 +41,19 @@ class AnnotatorKind(StrEnum):
     """vLLM in process."""
 
 
+class Dialect(StrEnum):
+    """How `response_format` is sent: servers disagree on the JSON-schema form."""
+
+    AUTO = "auto"
+    """json_schema first; on a format rejection json_object, then none (decided on the first call)."""
+    JSON_SCHEMA = "json_schema"
+    """OpenAI's form: vLLM, llama.cpp's llama-server, OpenAI."""
+    JSON_OBJECT = "json_object"
+    """{"type": "json_object", "schema": ...}: llama-cpp-python's server."""
+    NONE = "none"
+    """No response_format: the prompt alone asks for JSON (answers are still validated)."""
+
+
 class Device(StrEnum):
     AUTO = "auto"
     CPU = "cpu"
@@ -72,9 +85,20 @@ class LLMConfig:
     retries: int = 3
     backoff_s: float = 0.2
     max_tokens: int = 512
+    dialect: Dialect = Dialect.AUTO
+    server_slots: int | None = None
+    """Requests the server works at once (llama-server --parallel); None asks llama.cpp's /props, else
+    assumes max_in_flight. The timeout of a request admitted behind more than this many is scaled up."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "annotator", _enum(AnnotatorKind, self.annotator, "annotator"))
+        object.__setattr__(self, "dialect", _enum(Dialect, self.dialect, "llm_dialect"))
+        if (
+            self.timeout_s <= 0
+            or self.max_tokens < 1
+            or (self.server_slots is not None and self.server_slots < 1)
+        ):
+            raise ConfigError("llm_timeout_s must be > 0, llm_max_tokens >= 1 and llm_server_slots >= 1")
         if self.annotator is AnnotatorKind.LLM and not self.url:
             raise ConfigError("annotator='llm' needs llm_url (or AMEM_LLM_URL)")
         if self.max_in_flight < 1 or self.retries < 0:
@@ -215,9 +239,12 @@ class Config:
         env: dict[str, Any] = {}
         if url := os.environ.get("AMEM_LLM_URL"):
             env.update(llm_url=url, annotator="llm")
-        for name in ("model", "api_key"):
+        for name in ("model", "api_key", "dialect"):
             if value := os.environ.get(f"AMEM_LLM_{name.upper()}"):
                 env[f"llm_{name}"] = value
+        for name, kind in (("max_in_flight", int), ("timeout_s", float)):
+            if value := os.environ.get(f"AMEM_LLM_{name.upper()}"):
+                env[f"llm_{name}"] = _number(kind, value, f"AMEM_LLM_{name.upper()}")
         if url := os.environ.get("AMEM_EMBED_URL"):
             env.update(embed_url=url, encoder="api")
         given = {k: v for k, v in overrides.items() if v is not None}
@@ -261,3 +288,12 @@ def _enum(kind: type[StrEnum], value: object, name: str) -> Any:
         return kind(str(value))
     except ValueError:
         raise ConfigError(f"{name} must be one of {tuple(m.value for m in kind)}, got {value!r}") from None
+
+
+def _number(kind: type[int] | type[float], value: str, name: str) -> int | float:
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(
+            f"{name} must be a{'n integer' if kind is int else ' number'}, got {value!r}"
+        ) from None

@@ -11,8 +11,12 @@ AmemError
 │   ├── ReadOnlyStore     write on a read-only store
 │   └── CorruptStore      checksum / framing mismatch in snapshot or log
 └── LLMError              LLM backend failure
-    ├── LLMRetryable      429 / 5xx / timeout / connection: retried with backoff
+    ├── LLMRetryable      429 / 5xx / connection: retried with backoff
+    │   └── LLMTimeout    no answer in time: not retried (the server still works the abandoned request)
+    ├── LLMFormatRejected the server refused the request's response_format: permanent, never retried
     └── LLMBadOutput      output that does not match the stage schema
+        ├── LLMTruncated  the answer hit max_tokens (finish_reason "length")
+        └── LLMRejected   well-formed but fails a semantic check (timestamp context, off-subject...)
 """
 
 from __future__ import annotations
@@ -74,5 +78,25 @@ class LLMRetryable(LLMError):
     pass
 
 
+class LLMTimeout(LLMRetryable):
+    pass
+
+
+class LLMFormatRejected(LLMError):
+    pass
+
+
 class LLMBadOutput(LLMError):
     pass
+
+
+class LLMTruncated(LLMBadOutput):
+    pass
+
+
+class LLMRejected(LLMBadOutput):
+    """`reason` is the short name it is counted under (e.g. 'timestamp_context', 'off_subject')."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason

@@ -61,6 +61,8 @@ def ingest_files(
         "seconds": round(elapsed, 3),
         "records_per_s": round(sum(counts.values()) / max(elapsed, 1e-9), 1),
         "cost": mem.cost.report(max(notes, 1)),
+        "llm_fallback_rate": round(mem.cost.fallback_rate(), 4),
+        "llm_fallback_reasons": mem.cost.fallback_reasons(),
     }
 
 
@@ -81,6 +83,23 @@ class IngestRun:
     duplicates: int = 0
     """Records whose id an earlier record of this run already had: they add nothing (first one wins)."""
     seen: dict[str, set[str]] = field(default_factory=dict)
+
+
+def fallback_problem(report: dict[str, Any], max_rate: float) -> str | None:
+    """Why an ingest report fails the fallback limit (share of LLM items that fell back), or None.
+
+    A run whose LLM answers mostly fell back to the embedded annotator did not do what was asked, even
+    though every line was stored: the caller exits non-zero with the reasons.
+    """
+    rate = report.get("llm_fallback_rate") or 0.0
+    if rate <= max_rate:
+        return None
+    reasons = report.get("llm_fallback_reasons") or {}
+    listed = ", ".join(f"{why} x{n}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return (
+        f"{rate:.0%} of LLM items fell back to the embedded annotator (limit --max-fallback-rate "
+        f"{max_rate:.0%}); reasons: {listed or 'none recorded'}"
+    )
 
 
 def _records(files: Sequence[Path], fmt: str, on_error: str, rejects: Path | None) -> Iterator[ChatRecord]:

@@ -1,15 +1,17 @@
 """LLMAnnotator: the three A-MEM stages over any `Backend`, with repair, re-ask and per-item fallback.
 
 For each stage: build every prompt, send them as one batch, validate every answer into the typed
-schema. Answers that fail validation are re-asked once, as one more batch (the rejected answer and
-the reason go back to the model). Items whose answer is still bad, or whose request failed after the
-client's retries, go to the fallback annotator, item by item, and are counted (and, for the note
-stage, marked annotated_by="embedded-fallback" so `amem reannotate` can redo them). Nothing is
-dropped: every input gets a result.
+schema, then check it makes sense (engine.annotate.sanity). Answers that fail are re-asked once, as
+one more batch: a truncated one (finish_reason 'length') afresh with twice the token budget, any
+other with the rejected answer and the reason. Items whose answer is still bad, or whose request
+failed after the client's retries, go to the fallback annotator, item by item, and are counted by
+reason (and, for the note stage, marked annotated_by="embedded-fallback" so `amem reannotate` can
+redo them). Nothing is dropped: every input gets a result.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
@@ -19,8 +21,16 @@ from engine.annotate.protocol import Annotator
 from engine.annotate.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
 from engine.config import Config
 from engine.cost import CostMeter
-from engine.errors import LLMBadOutput, LLMError
-from engine.llm import prompts
+from engine.errors import (
+    LLMBadOutput,
+    LLMError,
+    LLMFormatRejected,
+    LLMRejected,
+    LLMRetryable,
+    LLMTimeout,
+    LLMTruncated,
+)
+from engine.llm import answers, prompts
 from engine.llm.prompts import Prompt
 from engine.model.note import Interaction
 
@@ -38,9 +48,11 @@ class Backend(Protocol):
     name: str
 
     def complete_batch(
-        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]
+        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any], max_tokens: int | None = None
     ) -> list[str | LLMError]:
-        """One answer text (or the LLMError it ended with) per prompt, same order; records its own cost."""
+        """One answer text (or the LLMError it ended with) per prompt, same order; records its own cost.
+
+        `max_tokens` overrides config.llm.max_tokens; an answer that hits it is an LLMTruncated."""
         ...
 
     def close(self) -> None: ...
@@ -56,6 +68,7 @@ class LLMAnnotator:
         self._cost = cost
         self._fallback = fallback
         """The embedded annotator in production: does the items the LLM could not."""
+        self._schemas = prompts.stage_schemas(config.write)
 
     # --- stages --------------------------------------------------------------------------------------
 
@@ -65,7 +78,9 @@ class LLMAnnotator:
         results = self._run(
             "note",
             [prompts.note_prompt(i, limit) for i in items],
-            lambda raw, _: prompts.parse_annotation(raw, max_keywords=kw, max_tags=tags),
+            lambda raw, j: answers.parse_annotation(
+                raw, max_keywords=kw, max_tags=tags, content=items[j].content
+            ),
         )
         failed = [i for i, r in enumerate(results) if isinstance(r, LLMError)]
         if failed:
@@ -80,7 +95,7 @@ class LLMAnnotator:
         results = self._run(
             "link",
             [prompts.link_prompt(requests[i], limit) for i in asked],
-            lambda raw, j: prompts.parse_links(raw, requests[asked[j]].candidates),
+            lambda raw, j: answers.parse_links(raw, requests[asked[j]].candidates),
         )
         return self._settle("link", requests, asked, results, self._fallback.judge_links)
 
@@ -91,7 +106,7 @@ class LLMAnnotator:
         results = self._run(
             "evolve",
             [prompts.evolve_prompt(requests[i], limit) for i in asked],
-            lambda raw, j: prompts.parse_updates(
+            lambda raw, j: answers.parse_updates(
                 raw, requests[asked[j]].neighbours, max_keywords=kw, max_tags=tags
             ),
         )
@@ -106,17 +121,26 @@ class LLMAnnotator:
     # --- shared path -----------------------------------------------------------------------------------
 
     def _run(self, stage: str, batch: list[Prompt], parse: Callable[[str, int], T]) -> list[T | LLMError]:
-        """Ask, validate, re-ask the invalid ones once; an item's result is its value or its last error."""
+        """Ask, validate, re-ask the failed ones once; an item's result is its value or its last error."""
         if not batch:
             return []
-        schema = prompts.SCHEMAS[stage]
+        self._cost.record(stage, items=len(batch))
+        schema = self._schemas[stage]
         answers = self._backend.complete_batch(stage, batch, schema)
         results = [_parse(answer, i, parse) for i, answer in enumerate(answers)]
         bad = [i for i, r in enumerate(results) if isinstance(r, LLMBadOutput)]
+        cut = [i for i in bad if isinstance(results[i], LLMTruncated)]
+        wrong = [i for i in bad if not isinstance(results[i], LLMTruncated)]
         if bad:
-            retry = [_retry_prompt(batch[i], answers[i], results[i]) for i in bad]  # type: ignore[arg-type]
             self._cost.record(stage, retries=len(bad))
-            for i, answer in zip(bad, self._backend.complete_batch(stage, retry, schema), strict=True):
+        if cut:  # the same question with room to finish
+            bigger = 2 * self._config.llm.max_tokens
+            again = self._backend.complete_batch(stage, [batch[i] for i in cut], schema, max_tokens=bigger)
+            for i, answer in zip(cut, again, strict=True):
+                results[i] = _parse(answer, i, parse)
+        if wrong:
+            retry = [_retry_prompt(batch[i], answers[i], results[i]) for i in wrong]  # type: ignore[arg-type]
+            for i, answer in zip(wrong, self._backend.complete_batch(stage, retry, schema), strict=True):
                 results[i] = _parse(answer, i, parse)
         self._report(stage, results)
         return results
@@ -147,7 +171,7 @@ class LLMAnnotator:
     def _report(self, stage: str, results: Sequence[object]) -> None:
         errors = [r for r in results if isinstance(r, LLMError)]
         if errors:
-            self._cost.record(stage, fallbacks=len(errors))
+            self._cost.record_fallbacks(stage, collections.Counter(fallback_reason(e) for e in errors))
             log.warning(
                 "llm stage %s: %d of %d items fall back to %s; first error: %s",
                 stage,
@@ -156,6 +180,26 @@ class LLMAnnotator:
                 self._fallback.name,
                 errors[0],
             )
+
+
+def fallback_reason(error: LLMError) -> str:
+    """The short name an item's fallback is counted under."""
+    if isinstance(error, LLMRejected):
+        return error.reason
+    for kind, reason in _REASONS:
+        if isinstance(error, kind):
+            return reason
+    return "http"
+
+
+_REASONS: tuple[tuple[type[LLMError], str], ...] = (
+    (LLMTruncated, "truncated"),
+    (LLMBadOutput, "invalid"),
+    (LLMFormatRejected, "format"),
+    (LLMTimeout, "timeout"),
+    (LLMRetryable, "transport"),
+)
+"""Most specific first. 'transport', 'timeout', 'format' and 'http' mean the request got no answer."""
 
 
 def _retry_prompt(prompt: Prompt, answer: str | LLMError, error: LLMBadOutput) -> Prompt:

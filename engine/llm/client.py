@@ -3,8 +3,17 @@
 A stage sends all of its requests at once (asyncio.gather) so vLLM's continuous batching sees them
 together. Admission is by requests in flight *and* by estimated tokens in flight: servers answer 429
 when their KV cache fills, which depends on tokens, long before they run out of request slots.
-Retryable faults (429, 5xx, timeouts, connection errors) are retried with exponential backoff and
-jitter; the gate is released while a request backs off, so the others keep the server busy.
+Retryable faults (429, 5xx, connection errors) are retried with exponential backoff and jitter; the
+gate is released while a request backs off, so the others keep the server busy. Not retried: a timeout
+(the server still works the abandoned request; resending it would queue a second copy behind it) and
+a rejection of the request's `response_format` (permanent). Every attempt counts as a call, a failed
+one also as an error.
+
+Dialects: servers disagree on the JSON-schema form of `response_format` (see `Dialect`). In 'auto' the
+first request probes: json_schema, then json_object on a format rejection, then none; the others
+wait for it and then use what worked. Timeouts: a server with fewer slots than requests in flight
+queues the rest, so a request's timeout is scaled by in-flight over slots (llama.cpp's /props tells
+its slots; `llm_server_slots` overrides).
 
 The pipeline is synchronous, so the coroutines run on a private event loop in a daemon thread
 (`LoopThread`): a sync caller blocks on a future, which works from a plain thread, a FastAPI worker
@@ -14,27 +23,40 @@ thread, or code that is itself inside a running event loop.
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
+import math
 import random
-import threading
+import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 import httpx
 
-from engine.config import Config
+from engine.config import Config, Dialect
 from engine.cost import CostMeter
-from engine.errors import ConfigError, LLMBadOutput, LLMError, LLMRetryable
+from engine.errors import (
+    ConfigError,
+    LLMBadOutput,
+    LLMError,
+    LLMFormatRejected,
+    LLMRetryable,
+    LLMTimeout,
+    LLMTruncated,
+)
+from engine.llm.gate import LoopThread, TokenGate
 from engine.llm.prompts import Prompt, response_format
 from engine.llm.transport import LeanTransport
 
 T = TypeVar("T")
 
 _HTTPX_LOG = logging.getLogger("httpx")
+log = logging.getLogger(__name__)
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER_S = 30.0
+_NAMES_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
+"""A 4xx/5xx whose body names one of these rejects the request's format: retrying cannot help."""
+_AUTO_ORDER = (Dialect.JSON_SCHEMA, Dialect.JSON_OBJECT, Dialect.NONE)
 
 
 def estimate_tokens(prompt: Prompt, max_tokens: int) -> int:
@@ -46,77 +68,6 @@ def api_base(url: str) -> str:
     """`http://host:8000` and `http://host:8000/v1/` both mean the OpenAI-style base `.../v1`."""
     url = url.rstrip("/")
     return url if url.endswith("/v1") else url + "/v1"
-
-
-class TokenGate:
-    """Admits requests first come, first served, while requests and estimated tokens in flight fit."""
-
-    def __init__(self, max_requests: int, max_tokens: int) -> None:
-        self.max_requests = max_requests
-        self.max_tokens = max_tokens
-        self.num_requests = 0
-        self.num_tokens = 0
-        # A FIFO of parked requests, woken only when they fit: a Condition.notify_all would wake every
-        # waiter on every release, quadratic work with hundreds of requests parked.
-        self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
-
-    def _fits(self, tokens: int) -> bool:
-        return self.num_requests < self.max_requests and self.num_tokens + tokens <= self.max_tokens
-
-    def _take(self, tokens: int) -> None:
-        self.num_requests += 1
-        self.num_tokens += tokens
-
-    async def acquire(self, tokens: int) -> int:
-        """Waits until admitted; returns the tokens charged (a request bigger than the budget runs alone)."""
-        tokens = min(tokens, self.max_tokens)
-        if not self._waiters and self._fits(tokens):
-            self._take(tokens)
-            return tokens
-        admitted = asyncio.get_running_loop().create_future()
-        self._waiters.append((tokens, admitted))
-        try:
-            await admitted
-        except asyncio.CancelledError:
-            if admitted.done() and not admitted.cancelled():
-                self.release(tokens)  # admitted, then cancelled before it could run: give the slot back
-            raise
-        return tokens
-
-    def release(self, tokens: int) -> None:
-        self.num_requests -= 1
-        self.num_tokens -= tokens
-        while self._waiters and self._fits(self._waiters[0][0]):
-            waiting, admitted = self._waiters.popleft()
-            if not admitted.done():  # skip waiters that were cancelled while parked
-                self._take(waiting)
-                admitted.set_result(None)
-
-
-class LoopThread:
-    """A private event loop on a daemon thread; `run` blocks the calling thread until a coroutine is done."""
-
-    def __init__(self, name: str) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self._thread:
-            coro.close()
-            raise RuntimeError("LoopThread.run called from its own loop (would deadlock); await instead")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    def create(self, factory: Callable[[], T]) -> T:
-        """Runs a constructor on the loop thread, so loop-bound state is created where it is used."""
-        return self.run(_call(factory))
-
-    def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
 
 
 class OpenAIClient:
@@ -131,6 +82,10 @@ class OpenAIClient:
         self._config = config
         self._cost = cost
         self._gate = TokenGate(config.llm.max_in_flight, config.llm.max_tokens_in_flight)
+        self._dialect: Dialect | None = None if config.llm.dialect is Dialect.AUTO else config.llm.dialect
+        self._slots: int | None = config.llm.server_slots
+        self._probe = asyncio.Lock()
+        self._probe_failed = False
         self._http = httpx.AsyncClient(
             base_url=api_base(base_url),
             # identity: the lean transport hands bodies over as they come, undecoded
@@ -139,16 +94,61 @@ class OpenAIClient:
             transport=LeanTransport(config.llm.max_in_flight),
         )
 
-    async def chat(self, stage: str, prompt: Prompt, schema: dict[str, Any]) -> str:
-        body = {
+    async def chat(
+        self, stage: str, prompt: Prompt, schema: dict[str, Any], max_tokens: int | None = None
+    ) -> str:
+        """The answer text; LLMTruncated when it hit `max_tokens` (default config.llm.max_tokens)."""
+        if self._slots is None or (self._dialect is None and not self._probe_failed):
+            async with self._probe:  # the first request settles slots and dialect; the rest wait for it
+                if self._slots is None:
+                    self._slots = await self._server_slots()
+                if self._dialect is None and not self._probe_failed:
+                    try:
+                        return await self._probe_dialect(stage, prompt, schema, max_tokens)
+                    except LLMError as exc:
+                        # No answer at all (dead, overloaded): don't make every request wait its turn.
+                        self._probe_failed = not isinstance(exc, LLMFormatRejected | LLMBadOutput)
+                        raise
+        if self._dialect is None:  # each request probes for itself, concurrently
+            return await self._probe_dialect(stage, prompt, schema, max_tokens)
+        return await self._chat_as(self._dialect, stage, prompt, schema, max_tokens)
+
+    @property
+    def dialect(self) -> Dialect | None:
+        """The dialect in use (None until the first answer settles it in 'auto')."""
+        return self._dialect
+
+    async def _probe_dialect(
+        self, stage: str, prompt: Prompt, schema: dict[str, Any], max_tokens: int | None
+    ) -> str:
+        for dialect in _AUTO_ORDER:
+            try:
+                text = await self._chat_as(dialect, stage, prompt, schema, max_tokens)
+            except LLMFormatRejected:
+                if dialect is _AUTO_ORDER[-1]:
+                    raise
+                log.warning("llm server rejects response_format %s; trying the next dialect", dialect.value)
+                continue
+            except LLMBadOutput:
+                self._dialect = dialect  # answered 200: the format was accepted
+                raise
+            self._dialect = dialect
+            return text
+        raise AssertionError("unreachable")
+
+    async def _chat_as(
+        self, dialect: Dialect, stage: str, prompt: Prompt, schema: dict[str, Any], max_tokens: int | None
+    ) -> str:
+        budget = max_tokens or self._config.llm.max_tokens
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": prompt,
-            "max_tokens": self._config.llm.max_tokens,
+            "max_tokens": budget,
             "temperature": 0.0,
-            "response_format": response_format(stage, schema),
         }
-        tokens = estimate_tokens(prompt, self._config.llm.max_tokens)
-        data, latency_s = await self._send(stage, tokens, "/chat/completions", body)
+        if (fmt := response_format(stage, schema, dialect)) is not None:
+            body["response_format"] = fmt
+        data, latency_s = await self._send(stage, estimate_tokens(prompt, budget), "/chat/completions", body)
         prompt_tokens, completion_tokens = _usage(data, prompt)
         # Recorded before the content is checked: a garbled answer still cost its tokens.
         self._record(
@@ -158,7 +158,7 @@ class OpenAIClient:
             completion_tokens=completion_tokens,
             latency_s=latency_s,
         )
-        return _content(data)
+        return _content(data, budget)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         tokens = sum(len(t) for t in texts) // 4 + 1
@@ -187,16 +187,38 @@ class OpenAIClient:
             charged = await self._gate.acquire(tokens)
             started = time.perf_counter()
             try:
-                return await _post(self._http, path, body), time.perf_counter() - started
+                return await _post(self._http, path, body, self._timeout()), time.perf_counter() - started
+            except (LLMTimeout, LLMFormatRejected):
+                self._record(stage, calls=1, errors=1)
+                raise
             except LLMRetryable as exc:
+                self._record(stage, calls=1, errors=1)
                 if attempt == self._config.llm.retries:
                     raise
                 delay = self._backoff(attempt, exc)
+            except LLMError:
+                self._record(stage, calls=1, errors=1)
+                raise
             finally:
                 self._gate.release(charged)
             self._record(stage, retries=1)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _timeout(self) -> float:
+        """The timeout of a request just admitted: the server works `slots` at a time, the rest queue."""
+        slots = self._slots or self._config.llm.max_in_flight
+        return self._config.llm.timeout_s * max(1, math.ceil(self._gate.num_requests / slots))
+
+    async def _server_slots(self) -> int:
+        """llama.cpp's GET /props `total_slots`; otherwise max_in_flight (no scaling)."""
+        root = str(self._http.base_url).rstrip("/").removesuffix("/v1")
+        try:
+            response = await self._http.get(f"{root}/props", timeout=min(5.0, self._config.llm.timeout_s))
+            slots = response.json().get("total_slots") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            slots = None
+        return slots if isinstance(slots, int) and slots > 0 else self._config.llm.max_in_flight
 
     def _backoff(self, attempt: int, exc: LLMRetryable) -> float:
         # Full jitter around the exponential step keeps a burst of 429s from retrying in lockstep.
@@ -213,13 +235,22 @@ class RetryableStatus(LLMRetryable):
         self.retry_after = retry_after
 
 
-async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     try:
-        response = await http.post(path, json=body)
+        response = await http.post(path, json=body, timeout=timeout_s)
     except httpx.TimeoutException as exc:
-        raise LLMRetryable(f"POST {path}: timed out ({type(exc).__name__})") from exc
+        raise LLMTimeout(f"POST {path}: timed out after {timeout_s:.0f} s ({type(exc).__name__})") from exc
     except httpx.TransportError as exc:
         raise LLMRetryable(f"POST {path}: {type(exc).__name__}: {exc}") from exc
+    if (
+        response.status_code != 200
+        and "response_format" in body
+        and _NAMES_FORMAT.search(response.text[:4000])
+    ):
+        raise LLMFormatRejected(
+            f"POST {path}: HTTP {response.status_code}: the server rejects this response_format: "
+            f"{response.text[:300]}"
+        )
     if response.status_code in _RETRYABLE_STATUS:
         raise RetryableStatus(f"POST {path}: HTTP {response.status_code}", _retry_after(response))
     if response.status_code != 200:
@@ -240,13 +271,16 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def _content(data: dict[str, Any]) -> str:
+def _content(data: dict[str, Any], max_tokens: int | None = None) -> str:
     try:
-        text = data["choices"][0]["message"]["content"]
+        choice = data["choices"][0]
+        text = choice["message"]["content"]
     except (KeyError, IndexError, TypeError):
         raise LLMBadOutput("chat response has no choices[0].message.content") from None
     if not isinstance(text, str):
         raise LLMBadOutput("chat response content is not a string")
+    if choice.get("finish_reason") == "length":
+        raise LLMTruncated(f"answer cut off at max_tokens={max_tokens} (finish_reason 'length')")
     return text
 
 
@@ -259,8 +293,8 @@ def _usage(data: dict[str, Any], prompt: Prompt) -> tuple[int, int]:
         prompt_tokens = sum(len(m["content"]) for m in prompt) // 4
     if not isinstance(completion_tokens, int):
         try:
-            completion_tokens = len(_content(data)) // 4
-        except LLMBadOutput:
+            completion_tokens = len(data["choices"][0]["message"]["content"]) // 4
+        except (KeyError, IndexError, TypeError):
             completion_tokens = 0
     return prompt_tokens, completion_tokens
 
@@ -289,18 +323,15 @@ class HTTPBackend:
         self._client = self._loop.create(lambda: OpenAIClient(config, base_url=url, model=model, cost=cost))
 
     def complete_batch(
-        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]
+        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any], max_tokens: int | None = None
     ) -> list[str | LLMError]:
         """Every prompt's answer text, or the LLMError it ended with (same order)."""
-        return self._loop.run(gather_llm([self._client.chat(stage, p, schema) for p in prompts]))
+        calls = [self._client.chat(stage, p, schema, max_tokens) for p in prompts]
+        return self._loop.run(gather_llm(calls))
 
     def close(self) -> None:
         self._loop.run(self._client.aclose())
         self._loop.close()
-
-
-async def _call(factory: Callable[[], T]) -> T:
-    return factory()
 
 
 async def gather_llm(calls: Sequence[Awaitable[T]]) -> list[T | LLMError]:

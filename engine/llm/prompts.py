@@ -1,4 +1,4 @@
-"""The three A-MEM stage prompts, their output schemas, and strict validators (one module, versioned).
+"""The three A-MEM stage prompts and their bounded output schemas (one module, versioned; answers.py checks).
 
 Every prompt is [system, user]: the system message is fixed per stage (identical across requests, so
 vLLM's prefix cache serves it), the user message is the variable JSON input, last. The model refers
@@ -9,21 +9,14 @@ reference A-MEM code writes evolution back by result rank, which changes the wro
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
-from engine.annotate.schemas import (
-    Annotation,
-    Candidate,
-    EvolveRequest,
-    LinkChoice,
-    LinkRequest,
-    NeighbourUpdate,
-)
+from engine.annotate.schemas import EvolveRequest, LinkRequest
+from engine.config import Dialect, WriteConfig
 from engine.errors import LLMBadOutput
 from engine.model.note import Interaction, Note, clip
 
-PROMPT_VERSION = "amem-prompts-3"
+PROMPT_VERSION = "amem-prompts-4"
 NEIGHBOUR_CHARS = 1000
 """Candidates and neighbours are clipped harder than the new note: k of them share one prompt."""
 
@@ -39,7 +32,8 @@ The user message is a JSON object {{"content": interaction text, "time": ISO-860
 - "keywords": 1 to 12 salient terms from the content, most important first (people, places, objects,
   events, dates, numbers); no stopwords, no generic words.
 - "tags": 1 to 5 broad categories for retrieval, lowercase (e.g. "travel", "health", "work", "family").
-- "context": one sentence saying what the interaction is about, who is involved and why it matters.""",
+- "context": one sentence saying what the interaction is about, who is involved and why it matters
+  (a sentence in words, not a date and not the content copied).""",
     "link": f"""You connect notes in an AI agent's long-term memory ({PROMPT_VERSION}, stage link).
 The user message is a JSON object {{"note": the new note, "candidates": [{{"handle": integer, ...}}]}}; every
 note has content, time, speaker, keywords, tags and context.
@@ -56,7 +50,7 @@ Decide how each neighbour's description changes now that the new note exists.
 - "updates": a list with one object per neighbour that changes (omit the others), with fields
   "handle": integer from "neighbours";
   "context": the neighbour's new one-sentence context, or null to keep it;
-  "keywords": the neighbour's new full keyword list, or null to keep it;
+  "keywords": the neighbour's new full keyword list (keep its own keywords first), or null to keep it;
   "tags": the neighbour's new full tag list, or null to keep it;
   "supersedes": true only if the new note gives a new value for the same attribute of the same
     subject as the neighbour's fact (neighbour "Ana lives in Lisbon", new "Ana moved to Porto").
@@ -64,8 +58,12 @@ Decide how each neighbour's description changes now that the new note exists.
   "reason": short phrase.""",
 }
 
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
-_NULLABLE_STR_LIST = {"anyOf": [_STR_LIST, {"type": "null"}]}
+KEYWORD_CHARS = 40
+TAG_CHARS = 24
+CONTEXT_CHARS = 300
+REASON_CHARS = 80
+"""Bounds on every string: under grammar-constrained decoding an unbounded list or string lets a small
+model repeat itself until max_tokens. With them a note answer is at most ~250 tokens at the defaults."""
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -77,38 +75,59 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-SCHEMAS: dict[str, dict[str, Any]] = {
-    "note": _object({"keywords": _STR_LIST, "tags": _STR_LIST, "context": {"type": "string"}}),
-    "link": _object(
-        {
-            "links": {
-                "type": "array",
-                "items": _object({"handle": {"type": "integer", "minimum": 0}, "reason": {"type": "string"}}),
-            }
-        }
-    ),
-    "evolve": _object(
-        {
-            "updates": {
-                "type": "array",
-                "items": _object(
-                    {
-                        "handle": {"type": "integer", "minimum": 0},
-                        "context": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-                        "keywords": _NULLABLE_STR_LIST,
-                        "tags": _NULLABLE_STR_LIST,
-                        "supersedes": {"type": "boolean"},
-                        "reason": {"type": "string"},
-                    }
-                ),
-            }
-        }
-    ),
-}
+def _strings(most: int, chars: int) -> dict[str, Any]:
+    item = {"type": "string", "minLength": 1, "maxLength": chars}
+    return {"type": "array", "items": item, "minItems": 1, "maxItems": most}
 
 
-def response_format(stage: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """OpenAI `response_format` for a stage; the schema name tells servers (and our stand-in) the stage."""
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def stage_schemas(write: WriteConfig) -> dict[str, dict[str, Any]]:
+    """The JSON schema of each stage's answer; every list and string bounded (from `write`'s limits)."""
+    context = {"type": "string", "minLength": 1, "maxLength": CONTEXT_CHARS}
+    reason = {"type": "string", "maxLength": REASON_CHARS}
+    handle = {"type": "integer", "minimum": 0, "maximum": max(write.k_neighbours - 1, 0)}
+    keywords, tags = _strings(write.max_keywords, KEYWORD_CHARS), _strings(write.max_tags, TAG_CHARS)
+    update = _object(
+        {
+            "handle": handle,
+            "context": _nullable(context),
+            "keywords": _nullable(keywords),
+            "tags": _nullable(tags),
+            "supersedes": {"type": "boolean"},
+            "reason": reason,
+        }
+    )
+    most = max(write.k_neighbours, 1)
+    return {
+        "note": _object({"keywords": keywords, "tags": tags, "context": context}),
+        "link": _object(
+            {
+                "links": {
+                    "type": "array",
+                    "items": _object({"handle": handle, "reason": reason}),
+                    "maxItems": most,
+                }
+            }
+        ),
+        "evolve": _object({"updates": {"type": "array", "items": update, "maxItems": most}}),
+    }
+
+
+SCHEMAS: dict[str, dict[str, Any]] = stage_schemas(WriteConfig())
+"""The schemas at the default limits."""
+
+
+def response_format(
+    stage: str, schema: dict[str, Any], dialect: Dialect = Dialect.JSON_SCHEMA
+) -> dict[str, Any] | None:
+    """`response_format` in a server's dialect (None: send none); the name tells servers the stage."""
+    if dialect is Dialect.JSON_OBJECT:
+        return {"type": "json_object", "schema": schema}
+    if dialect is Dialect.NONE:
+        return None
     return {"type": "json_schema", "json_schema": {"name": f"amem_{stage}", "schema": schema, "strict": True}}
 
 
@@ -158,117 +177,3 @@ def repair_prompt(prompt: Prompt, answer: str, error: LLMBadOutput) -> Prompt:
         f"Your answer was rejected: {error}. Reply again with only the JSON object the instructions ask for."
     )
     return [*prompt, {"role": "assistant", "content": answer}, {"role": "user", "content": complaint}]
-
-
-# --- validators ------------------------------------------------------------------------------------------
-
-
-def parse_object(raw: str) -> dict[str, Any]:
-    """JSON object from a model answer; tolerates code fences or prose around it (a free repair)."""
-    text = raw.strip()
-    if not text.startswith("{"):
-        start, end = text.find("{"), text.rfind("}")
-        text = text[start : end + 1] if 0 <= start < end else text
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LLMBadOutput(f"answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
-    if not isinstance(value, dict):
-        raise LLMBadOutput(f"answer is a JSON {type(value).__name__}, expected an object")
-    return value
-
-
-def _field(obj: dict[str, Any], name: str, where: str) -> Any:
-    if name not in obj:
-        raise LLMBadOutput(f"missing field '{where}{name}'")
-    return obj[name]
-
-
-def _expect(value: Any, kind: type | tuple[type, ...], path: str, *, nullable: bool = False) -> Any:
-    if value is None and nullable:
-        return None
-    # bool is an int subclass in Python; a handle of `true` is a wrong type, not handle 1.
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        raise LLMBadOutput(
-            f"field '{path}': expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}"
-        )
-    return value
-
-
-def _terms(value: Any, path: str, limit: int, *, nullable: bool = False) -> list[str] | None:
-    if _expect(value, list, path, nullable=nullable) is None:
-        return None
-    seen: dict[str, str] = {}
-    for i, item in enumerate(value):
-        term = " ".join(_expect(item, str, f"{path}[{i}]").split())
-        if term and term.lower() not in seen:
-            seen[term.lower()] = term
-    return list(seen.values())[:limit]
-
-
-def parse_annotation(raw: str, *, max_keywords: int, max_tags: int) -> Annotation:
-    obj = parse_object(raw)
-    keywords = _terms(_field(obj, "keywords", ""), "keywords", max_keywords) or []
-    tags = _terms(_field(obj, "tags", ""), "tags", max_tags) or []
-    context = " ".join(_expect(_field(obj, "context", ""), str, "context").split())
-    if not keywords:
-        raise LLMBadOutput("field 'keywords': empty")
-    if not context:
-        raise LLMBadOutput("field 'context': empty")
-    return Annotation(keywords=keywords, tags=tags, context=context, annotated_by="llm")
-
-
-def _items(obj: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    items = _expect(_field(obj, name, ""), list, name)
-    for i, item in enumerate(items):
-        _expect(item, dict, f"{name}[{i}]")
-    return items
-
-
-def parse_links(raw: str, candidates: Sequence[Candidate]) -> tuple[list[LinkChoice], int]:
-    """Chosen links mapped from handles to note ids, and how many named a handle never offered."""
-    by_handle = {c.handle: c.note.id for c in candidates}
-    choices: dict[str, LinkChoice] = {}
-    dropped = 0
-    for i, item in enumerate(_items(parse_object(raw), "links")):
-        path = f"links[{i}]."
-        handle = _expect(_field(item, "handle", path), int, f"{path}handle")
-        reason = _expect(_field(item, "reason", path), str, f"{path}reason")
-        if handle not in by_handle:
-            dropped += 1
-        elif (target := by_handle[handle]) not in choices:
-            choices[target] = LinkChoice(target=target, reason=reason.strip())
-    return list(choices.values()), dropped
-
-
-def _update(
-    item: dict[str, Any], path: str, target: str, max_keywords: int, max_tags: int
-) -> NeighbourUpdate:
-    context = _expect(_field(item, "context", path), str, f"{path}context", nullable=True)
-    keywords = _terms(_field(item, "keywords", path), f"{path}keywords", max_keywords, nullable=True)
-    tags = _terms(_field(item, "tags", path), f"{path}tags", max_tags, nullable=True)
-    return NeighbourUpdate(
-        target=target,
-        # An empty rewrite would erase the neighbour's description: treat it as "keep".
-        context=(" ".join(context.split()) or None) if context else None,
-        keywords=keywords or None,
-        tags=tags or None,
-        supersedes=_expect(_field(item, "supersedes", path), bool, f"{path}supersedes"),
-        reason=_expect(_field(item, "reason", path), str, f"{path}reason").strip(),
-    )
-
-
-def parse_updates(
-    raw: str, neighbours: Sequence[Note], *, max_keywords: int, max_tags: int
-) -> tuple[list[NeighbourUpdate], int]:
-    """Updates mapped from handles (positions in `neighbours`) to note ids, and how many were unknown."""
-    updates: dict[str, NeighbourUpdate] = {}
-    dropped = 0
-    for i, item in enumerate(_items(parse_object(raw), "updates")):
-        path = f"updates[{i}]."
-        handle = _expect(_field(item, "handle", path), int, f"{path}handle")
-        if not 0 <= handle < len(neighbours):
-            dropped += 1
-        elif (target := neighbours[handle].id) not in updates:
-            updates[target] = _update(item, path, target, max_keywords, max_tags)
-    return list(updates.values()), dropped

@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.config import Config
 from engine.cost import CostMeter
-from engine.errors import ConfigError, LLMError
+from engine.errors import ConfigError, LLMError, LLMTruncated
 from engine.llm.prompts import Prompt
 
 
@@ -57,29 +57,30 @@ class VLLMBackend:
         self._tokenizer = self._llm.get_tokenizer()
         self._max_tokens = config.llm.max_tokens
         self._cost = cost
-        self._params: dict[str, Any] = {}
+        self._params: dict[tuple[str, int], Any] = {}
 
     def complete_batch(
-        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any]
+        self, stage: str, prompts: Sequence[Prompt], schema: dict[str, Any], max_tokens: int | None = None
     ) -> list[str | LLMError]:
         if not prompts:
             return []
-        if stage not in self._params:
-            self._params[stage] = json_sampling_params(self._vllm, schema, self._max_tokens)
+        key = (stage, max_tokens or self._max_tokens)
+        if key not in self._params:
+            self._params[key] = json_sampling_params(self._vllm, schema, key[1])
         texts = [
             self._tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
             for p in prompts
         ]
         started = time.perf_counter()
         try:
-            outputs = self._llm.generate(texts, self._params[stage], use_tqdm=False)
+            outputs = self._llm.generate(texts, self._params[key], use_tqdm=False)
         except (RuntimeError, ValueError) as exc:
             # A failed generate (OOM, bad request) fails every item; the annotator falls each one back.
             error = LLMError(f"vllm generate failed for stage {stage}: {exc}")
             error.__cause__ = exc
             return [error] * len(prompts)
         self._record(stage, outputs, time.perf_counter() - started)
-        return [out.outputs[0].text for out in outputs]
+        return [_text(out.outputs[0], key[1]) for out in outputs]
 
     def close(self) -> None:
         self._llm = None
@@ -93,3 +94,9 @@ class VLLMBackend:
             # Every request of an in-process batch waits for the batch: its latency is the batch's.
             latency_s=elapsed_s * len(outputs),
         )
+
+
+def _text(completion: Any, max_tokens: int) -> str | LLMError:
+    if getattr(completion, "finish_reason", None) == "length":
+        return LLMTruncated(f"answer cut off at max_tokens={max_tokens} (finish_reason 'length')")
+    return str(completion.text)

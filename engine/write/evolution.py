@@ -9,6 +9,7 @@ from datetime import datetime
 
 import numpy as np
 
+from engine.annotate.sanity import off_subject
 from engine.annotate.schemas import NeighbourUpdate
 from engine.model.note import Note, NoteVersion
 
@@ -34,13 +35,19 @@ def snapshot_version(
 
 
 def apply_update(note: Note, update: NeighbourUpdate, new: Note, at: datetime) -> tuple[Note, str | None]:
-    """The neighbour after one evolution update by `new`; returns (note, stage) or (note, None) if unchanged."""
+    """The neighbour after one evolution update by `new`; returns (note, stage) or (note, None) if unchanged.
+
+    Guard: an update whose text would replace the neighbour's own subject (see `off_subject`) changes no
+    text; a bad evolution must never overwrite a better note. Supersession is decided on its own.
+    """
     out = note.copy()
     if update.supersedes and supersede(out, new, at):
         # A retired fact keeps its own words: as_of search must not see it carrying later ones.
         out.version += 1
         out.updated_at = at
         return out, "supersede"
+    if off_subject(note, update):
+        return out, None
     if update.context is not None:
         out.context = update.context
     if update.keywords is not None:

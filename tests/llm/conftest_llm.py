@@ -20,4 +20,6 @@ def llm_server(_stand_in: StandIn) -> StandIn:
     """The session's stand-in server, with its log, faults and latency reset for this test."""
     _stand_in.state.reset()
     _stand_in.state.latency_s = 0.0
+    _stand_in.state.dialect = "json_schema"
+    _stand_in.state.slots = None
     return _stand_in

@@ -10,7 +10,8 @@ the same whatever order concurrent requests arrive in):
     <<fault:STAGE:KIND>>      first request of that stage for that item only
     <<fault:STAGE:KIND:N>>    first N requests (retries and re-asks count); N='all' for every request
 
-STAGE is note, link, evolve or embed; KIND is one of FAULTS or PROTOCOL_FAULTS. A dead server is `StandIn.stop()`, or a
+STAGE is note, link, evolve or embed; KIND is one of FAULTS, PROTOCOL_FAULTS or SEMANTIC_FAULTS. A dead
+server is `StandIn.stop()`, or a
 port nobody listens on (`dead_url()`).
 
 Tests get it as the `llm_server` fixture with `pytest_plugins = ["conftest_llm"]`. The bench (or a
@@ -38,6 +39,14 @@ _STATUS_FAULTS = ("429", "500", "timeout")
 FAULTS = CONTENT_FAULTS + _STATUS_FAULTS
 PROTOCOL_FAULTS = ("garbled", "no_usage")
 """Not in FAULTS: a 200 whose body is not a chat completion, and a completion without `usage`."""
+SEMANTIC_FAULTS = ("length", "timestamp", "empty_keywords", "off_subject")
+"""Well-formed answers a small model gives: cut off at max_tokens (finish_reason 'length'), a timestamp as
+the note's context, no keywords, an evolution that rewrites a neighbour with the new note's subject."""
+DIALECTS = ("json_schema", "llama-cpp-python", "no-format")
+"""What the server takes as `response_format`: both schema forms (llama-server, vLLM); only
+{"type": "json_object", "schema"} (llama-cpp-python[server]: json_schema is a 500 naming the format);
+none at all (any response_format is a 400 naming it)."""
+_STAGE = re.compile(r"stage (note|link|evolve)\)")
 _DIRECTIVE = re.compile(r"<<fault:(\w+):(\w+)(?::(\w+))?>>")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 _STOPWORDS = frozenset(
@@ -65,6 +74,9 @@ class Seen:
     status: int
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    fmt: str | None = None
+    """The request's response_format type (None: none sent)."""
+    max_tokens: int = 0
 
 
 @dataclass
@@ -72,6 +84,9 @@ class StandInState:
     latency_s: float = 0.0
     timeout_sleep_s: float = 5.0
     embed_dim: int = 48
+    dialect: str = "json_schema"
+    slots: int | None = None
+    """When set, GET /props answers {"total_slots": slots} like llama.cpp's server."""
     seen: list[Seen] = field(default_factory=list)
     """Every request, in arrival order; status 0 marks an injected 429 / 500 / timeout."""
     in_flight: int = 0
@@ -186,6 +201,22 @@ def corrupt(stage: str, kind: str, answer: dict[str, Any]) -> str:
     return json.dumps(answer)
 
 
+def nonsense(kind: str, answer: dict[str, Any], inp: dict[str, Any]) -> str:
+    """The answer text for a semantic fault: well-formed JSON a grammar lets through."""
+    if kind == "length":
+        text = json.dumps(answer)
+        return text[: len(text) // 2]  # cut off mid-answer, as at max_tokens
+    if kind == "timestamp" and "context" in answer:
+        answer["context"] = "2024-13-31T12:00:00+00:00"
+    elif kind == "empty_keywords" and "keywords" in answer:
+        answer["keywords"] = []
+    elif kind == "off_subject" and "updates" in answer:
+        theirs = words(inp["note"]["content"])[:4] or ["elsewhere"]
+        for update in answer["updates"]:
+            update |= {"keywords": theirs, "context": "2024-02-20T12:00:00+00:00", "supersedes": False}
+    return json.dumps(answer)
+
+
 # --- ASGI app -------------------------------------------------------------------------------------------
 
 
@@ -194,6 +225,7 @@ class StandInApp:
 
     def __init__(self, state: StandInState) -> None:
         self.state = state
+        self._slots: dict[int, asyncio.Semaphore] = {}
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -215,6 +247,8 @@ class StandInApp:
             stats = {"requests": len(self.state.seen), "max_in_flight": self.state.max_in_flight}
             self.state.reset()
             return 200, stats, []
+        if path == "/props" and self.state.slots is not None:
+            return 200, {"total_slots": self.state.slots}, []
         if path == "/v1/models":
             return 200, {"object": "list", "data": [{"id": "stand-in", "object": "model"}]}, []
         if path == "/v1/chat/completions":
@@ -241,26 +275,56 @@ class StandInApp:
         await asyncio.sleep(self.state.timeout_sleep_s)
         return 504, {"error": {"message": "too late"}}, []
 
+    def _format_refusal(self, fmt: str | None) -> tuple[int, Any, list[tuple[bytes, bytes]]] | None:
+        if self.state.dialect == "llama-cpp-python" and fmt not in (None, "text", "json_object"):
+            detail = {
+                "type": "literal_error",
+                "loc": ["body", "response_format", "type"],
+                "msg": "Input should be 'text' or 'json_object'",
+                "input": fmt,
+            }
+            return 500, {"error": {"message": json.dumps([detail])}}, []
+        if self.state.dialect == "no-format" and fmt is not None:
+            return 400, {"error": {"message": f"response_format {fmt} is not supported"}}, []
+        return None
+
     async def _chat(self, request: dict[str, Any]) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
-        stage = request["response_format"]["json_schema"]["name"].removeprefix("amem_")
+        """With `slots` set, like llama-server: that many requests are worked at once, the rest queue."""
+        if not self.state.slots:
+            return await self._chat_now(request)
+        slots = self._slots.setdefault(self.state.slots, asyncio.Semaphore(self.state.slots))
+        async with slots:
+            return await self._chat_now(request)
+
+    async def _chat_now(self, request: dict[str, Any]) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
+        stage = _STAGE.search(request["messages"][0]["content"]).group(1)  # type: ignore[union-attr]
+        fmt = (request.get("response_format") or {}).get("type")
+        if refusal := self._format_refusal(fmt):
+            self.state.seen.append(Seen(stage, "format", refusal[0], fmt=fmt))
+            return refusal
         inp = json.loads(request["messages"][1]["content"])
         note_text = inp["content"] if stage == "note" else inp["note"]["content"]
         kind = self.state.take_fault(stage, note_text)
         await asyncio.sleep(self.state.latency_s)
         if kind in _STATUS_FAULTS:
-            self.state.seen.append(Seen(stage, kind, 0))
+            self.state.seen.append(Seen(stage, kind, 0, fmt=fmt))
             return await self._fault_status(kind)
         answer = ANSWERS[stage](inp)
         text = corrupt(stage, kind, answer) if kind in CONTENT_FAULTS else json.dumps(answer)
+        if kind in SEMANTIC_FAULTS:
+            text = nonsense(kind, answer, inp)
         prompt_tokens = sum(len(m["content"]) for m in request["messages"]) // 4 + 1
         completion_tokens = len(text) // 4 + 1
-        self.state.seen.append(Seen(stage, kind, 200, prompt_tokens, completion_tokens))
+        max_tokens = int(request.get("max_tokens") or 0)
+        seen = Seen(stage, kind, 200, prompt_tokens, completion_tokens, fmt=fmt, max_tokens=max_tokens)
+        self.state.seen.append(seen)
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
-        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        finish = "length" if kind == "length" else "stop"
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
         body = {"id": "cmpl-standin", "object": "chat.completion", "choices": [choice], "usage": usage}
         if kind == "garbled":
             return 200, {"object": "error", "detail": "proxy hiccup"}, []
@@ -392,8 +456,9 @@ class StubFallback:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per request")
+    parser.add_argument("--dialect", default="json_schema", choices=DIALECTS)
     args = parser.parse_args(argv)
-    server = StandIn(latency_s=args.latency).start()
+    server = StandIn(latency_s=args.latency, dialect=args.dialect).start()
     print(server.url, flush=True)
     try:
         threading.Event().wait()

@@ -11,7 +11,7 @@ from llm_server import StandIn, dead_url
 
 from engine.config import Config
 from engine.cost import CostMeter
-from engine.errors import LLMBadOutput, LLMError, LLMRetryable
+from engine.errors import LLMBadOutput, LLMError, LLMRetryable, LLMTimeout
 from engine.llm import prompts
 from engine.llm.client import HTTPBackend, LoopThread, TokenGate, api_base, estimate_tokens
 from engine.model.note import Interaction
@@ -82,7 +82,10 @@ def test_gate_cancelled_waiter_gives_nothing_away() -> None:
 
 def test_batch_is_sent_concurrently(llm_server: StandIn) -> None:
     llm_server.state.latency_s = 0.1
-    b = backend(llm_server.url, CostMeter(), llm_max_in_flight=64)
+    # Dialect and slots given: no first-call probe, so all 128 start together.
+    b = backend(
+        llm_server.url, CostMeter(), llm_max_in_flight=64, llm_dialect="json_schema", llm_server_slots=64
+    )
     try:
         answers = b.complete_batch("note", note_prompts(128), SCHEMA)
     finally:
@@ -116,10 +119,10 @@ def test_usage_is_accounted_per_stage(llm_server: StandIn) -> None:
     assert cost.report(num_notes=10)["note"]["calls_per_note"] == 1.0
 
 
-@pytest.mark.parametrize("kind", ["429", "500", "timeout"])
+@pytest.mark.parametrize("kind", ["429", "500"])
 def test_retryable_faults_are_retried_and_counted(kind: str, llm_server: StandIn) -> None:
     cost = CostMeter()
-    b = backend(llm_server.url, cost, llm_timeout_s=0.4 if kind == "timeout" else 10.0)
+    b = backend(llm_server.url, cost)
     batch = (
         note_prompts(4)
         + note_prompts(2, f"<<fault:note:{kind}:2>>")
@@ -131,9 +134,25 @@ def test_retryable_faults_are_retried_and_counted(kind: str, llm_server: StandIn
         b.close()
     assert all(isinstance(a, str) for a in answers[:6])
     assert isinstance(answers[6], LLMRetryable)
-    assert cost.stages["note"].retries == 2 * 2 + 2  # two faulty twice, one faulty thrice (2 retries allowed)
-    assert cost.stages["note"].calls == 6
+    row = cost.stages["note"]
+    assert row.retries == 2 * 2 + 2  # two faulty twice, one faulty thrice (2 retries allowed)
+    assert (row.calls, row.errors) == (6 + 2 * 2 + 3, 2 * 2 + 3)  # failed attempts are calls too
     assert llm_server.state.count("note", kind) == 2 * 2 + 3
+
+
+def test_a_timeout_is_not_retried(llm_server: StandIn) -> None:
+    """The server still works a request the client gave up on: resending it would queue a second copy."""
+    cost = CostMeter()
+    b = backend(llm_server.url, cost, llm_timeout_s=0.4)
+    try:
+        answers = b.complete_batch(
+            "note", note_prompts(2) + note_prompts(1, "<<fault:note:timeout:all>>"), SCHEMA
+        )
+    finally:
+        b.close()
+    assert isinstance(answers[2], LLMTimeout) and all(isinstance(a, str) for a in answers[:2])
+    assert (cost.stages["note"].retries, cost.stages["note"].errors) == (0, 1)
+    assert llm_server.state.count("note", "timeout") == 1
 
 
 def test_dead_server_gives_retryable_errors(llm_server: StandIn) -> None:
@@ -144,7 +163,7 @@ def test_dead_server_gives_retryable_errors(llm_server: StandIn) -> None:
     finally:
         b.close()
     assert all(isinstance(a, LLMRetryable) for a in answers)
-    assert (cost.stages["note"].calls, cost.stages["note"].retries) == (0, 6)
+    assert (cost.stages["note"].calls, cost.stages["note"].errors, cost.stages["note"].retries) == (9, 9, 6)
 
 
 def test_client_errors_are_not_retried(llm_server: StandIn) -> None:

@@ -1,0 +1,80 @@
+"""Semantic checks on stage answers, before anything is applied.
+
+A grammar makes an answer well-formed, not sensible: a 135M model under a JSON schema happily returns a
+timestamp as a note's context, keywords that are not in the text, or an evolution that rewrites a
+neighbour about Maya's job with the keywords of someone's hike. Each check returns the short reason it
+is counted under (or None when the answer passes), so a rejected item falls back and is counted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+
+from engine.annotate.schemas import NeighbourUpdate
+from engine.model.note import Note
+from engine.text import stem, terms, tokens
+
+_DATEISH = re.compile(r"\d{1,4}(?:[-/:.T+Z]\d{0,4})+Z?|\d{4}")
+_MIN_SENTENCE_WORDS = 3
+_COPY_RATIO = 0.9
+_NEAR_RATIO = 0.8
+
+
+def _stems(text: str) -> set[str]:
+    return set(terms(text))
+
+
+def grounded(term: str, vocabulary: set[str]) -> bool:
+    """A keyword is drawn from (or near) a text when one of its words, stemmed, is in it or close to one."""
+    words = [stem(t) for t in tokens(term)]
+    if any(w in vocabulary for w in words):
+        return True
+    return any(difflib.get_close_matches(w, vocabulary, n=1, cutoff=_NEAR_RATIO) for w in words if len(w) > 3)
+
+
+def ground_keywords(keywords: Sequence[str], text: str) -> list[str]:
+    """The keywords drawn from or near `text` (order kept); the rest are dropped."""
+    vocabulary = _stems(text)
+    return [k for k in keywords if grounded(k, vocabulary)]
+
+
+def context_problem(context: str, source: str) -> str | None:
+    """Why `context` is not a one-sentence description of `source`: a timestamp, too short, or a copy."""
+    words = [w for w in _DATEISH.sub(" ", context).split() if any(c.isalpha() for c in w)]
+    if len(words) < _MIN_SENTENCE_WORDS:
+        return "timestamp_context" if _DATEISH.search(context) else "not_a_sentence"
+    a, b = " ".join(context.lower().split()), " ".join(source.lower().split())
+    if a == b or (len(b) >= 40 and difflib.SequenceMatcher(None, a, b).ratio() >= _COPY_RATIO):
+        return "copied_context"
+    return None
+
+
+def tags_problem(tags: Iterable[str]) -> str | None:
+    real = [t for t in tags if any(c.isalpha() for c in t)]
+    return None if real else "empty_tags"
+
+
+def off_subject(neighbour: Note, update: NeighbourUpdate) -> str | None:
+    """Why an evolution update would replace the neighbour's own subject (None when it keeps it).
+
+    New keywords must keep at least one of the neighbour's own, and at least half of them must come from
+    the neighbour (its content, keywords or context); a new context must be a sentence that shares a word
+    with the neighbour. A new note's words may be added, never swapped in for the neighbour's.
+    """
+    own = _stems(" ".join([neighbour.content, neighbour.context, *neighbour.keywords]))
+    if update.keywords is not None:
+        old = _stems(" ".join(neighbour.keywords))
+        kept = [k for k in update.keywords if grounded(k, own)]
+        if (old and not any(_stems(k) & old for k in update.keywords)) or 2 * len(kept) < len(
+            update.keywords
+        ):
+            return "off_subject_keywords"
+    if update.context is not None:
+        problem = context_problem(update.context, neighbour.content)
+        if problem:
+            return problem
+        if not _stems(update.context) & own:
+            return "off_subject_context"
+    return None

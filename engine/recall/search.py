@@ -1,7 +1,9 @@
-"""Recall: query -> dense top-N and BM25 top-N -> fused score -> optional 1-hop link expansion.
+"""Recall: query -> dense top-N and BM25 top-N -> fused score + levers -> optional 1-hop link expansion.
 
-Fusion: both scores are exact for the union of the two candidate lists; each is min-max normalised over
-that union, then `score = (1 - w) * dense + w * lexical` with w = Config.lexical_weight. Expansion: the
+Candidates: the union of the dense and lexical top lists, both scores exact for the union. Ranking
+(engine.recall.rounds): fusion (min-max by default, `score = (1 - w) * dense + w * lexical`, w =
+lexical_weight; or RRF / z-score), query-side boosts (named speaker, "when" questions, short turns),
+session neighbours, BM25 pseudo-relevance feedback and an optional second round. Expansion: the
 links of hits scoring at least `expand_min_score` x the best hit join with `parent score x expand_decay`
 and a `via` naming the parent and the link's reason. Validity is a slot mask applied to both indexes.
 """

@@ -152,12 +152,35 @@ class RecallConfig:
     """Largest query (UTF-8 bytes) accepted; larger is refused (HTTP 413) before it reaches the encoder."""
     max_query_chars: int = 2000
     """A query past this is clipped for the encoder and BM25, so a search costs the same at any length."""
+    # Query-side levers (engine.recall: fusion, boosts, rounds); defaults from docs/i14.md's table.
+    fusion: str = "minmax"
+    """How dense and lexical scores combine: "minmax", "rrf" or "zscore" (engine.recall.fusion)."""
+    strip_names: bool = False
+    """Take participants' names out of the lexical query (they match nearly every turn)."""
+    speaker_boost: float = 0.3
+    """Added to turns by a participant the query names."""
+    speaker_addressed: bool = False
+    """Also favour (by half) turns that name that participant."""
+    temporal_boost: float = 0.1
+    """Added, for "when / how long" questions, to turns that carry a time expression."""
+    neighbour_weight: float = 0.2
+    """Share of the best neighbouring turn's score a candidate gains (session neighbours)."""
+    neighbour_gap_s: float = 600.0
+    """Two notes this close in time (and adjacent) are session neighbours."""
+    second_round_weight: float = 0.0
+    """Weight of a second retrieval round seeded by the first round's top hits (multi-hop)."""
+    prf_weight: float = 0.3
+    """BM25 pseudo-relevance feedback: weight of the top lexical hits' keywords as extra query terms."""
+    short_turn_penalty: float = 0.2
+    """Taken (in proportion) from turns shorter than 60 characters."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lexical_weight <= 1.0:
             raise ConfigError("lexical_weight must be in [0, 1]")
         if self.max_query_bytes < 1 or self.max_query_chars < 64:
             raise ConfigError("max_query_bytes must be >= 1 and max_query_chars >= 64")
+        if self.fusion not in ("minmax", "rrf", "zscore"):
+            raise ConfigError(f"fusion must be 'minmax', 'rrf' or 'zscore', got {self.fusion!r}")
 
 
 @dataclass(slots=True, frozen=True)

@@ -1,7 +1,9 @@
-"""Recall: query -> dense top-N and BM25 top-N -> fused score -> optional 1-hop link expansion.
+"""Recall: query -> dense top-N and BM25 top-N -> fused score + levers -> optional 1-hop link expansion.
 
-Fusion: both scores are exact for the union of the two candidate lists; each is min-max normalised over
-that union, then `score = (1 - w) * dense + w * lexical` with w = Config.lexical_weight. Expansion: the
+Candidates: the union of the dense and lexical top lists, both scores exact for the union. Ranking
+(engine.recall.rounds): fusion (min-max by default, `score = (1 - w) * dense + w * lexical`, w =
+lexical_weight; or RRF / z-score), query-side boosts (named speaker, "when" questions, short turns),
+session neighbours, BM25 pseudo-relevance feedback and an optional second round. Expansion: the
 links of hits scoring at least `expand_min_score` x the best hit join with `parent score x expand_decay`
 and a `via` naming the parent and the link's reason. Validity is a slot mask applied to both indexes.
 """
@@ -13,9 +15,12 @@ from datetime import datetime
 
 import numpy as np
 
-from engine.config import Config
+from engine.config import Config, RecallConfig
 from engine.model.note import Hit
 from engine.model.timeutil import utcnow
+from engine.recall.query import analyse
+from engine.recall.rounds import Ranker, lexical_scores
+from engine.recall.view import view_of
 from engine.state.tenant_state import TenantMemory
 
 
@@ -31,6 +36,8 @@ class Recipe:
     expand_min_score: float
     expand_decay: float
     recency_half_life_days: float | None
+    levers: RecallConfig
+    """The query-side levers (fusion, boosts, rounds: engine.recall.rounds)."""
 
     @classmethod
     def from_config(
@@ -51,6 +58,7 @@ class Recipe:
             expand_min_score=config.recall.expand_min_score,
             expand_decay=config.recall.expand_decay,
             recency_half_life_days=config.recall.recency_half_life_days,
+            levers=config.recall,
         )
 
 
@@ -72,21 +80,20 @@ def fuse(
     depth = max(50, 4 * recipe.k)
     dense_hits = tm.index.search(query_vec[None, :], depth, mask)[0]
     w = recipe.lexical_weight
+    view = view_of(tm)
+    info = analyse(query, view.participants, recipe.levers.strip_names)
     union = {s for s, _ in dense_hits}
-    lexical = np.zeros(0)
+    lexical = None
     if w > 0:
-        lexical = tm.lexical.scores(query, tm.index.num_slots)
-        lexical[~mask] = 0
+        lexical = lexical_scores(tm, info, mask, recipe.levers.prf_weight)
         top = np.argsort(-lexical)[:depth]
         union.update(int(s) for s in top if lexical[s] > 0)
     if not union:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    slots = np.fromiter(union, dtype=np.int64)
-    fused = (1 - w) * _minmax(tm.index.vectors(slots) @ query_vec)
-    if w > 0:
-        fused += w * _minmax(lexical[slots])
+    ranker = Ranker(tm, view, info, query_vec, lexical, mask, w, recipe.levers, depth)
+    slots, fused = ranker.rank(np.fromiter(union, dtype=np.int64))
     if recipe.recency_half_life_days:
-        fused *= _recency(tm, slots, recipe)
+        fused = fused * _recency(tm, slots, recipe)
     order = np.argsort(-fused, kind="stable")[: recipe.k]
     return slots[order], fused[order]
 
@@ -111,11 +118,6 @@ def expand(tm: TenantMemory, hits: list[Hit], mask: np.ndarray, recipe: Recipe) 
                 )
             )
     return sorted(hits + joined, key=lambda h: -h.score)
-
-
-def _minmax(x: np.ndarray) -> np.ndarray:
-    lo, hi = float(x.min()), float(x.max())
-    return np.ones_like(x) if hi - lo < 1e-9 else (x - lo) / (hi - lo)
 
 
 def _recency(tm: TenantMemory, slots: np.ndarray, recipe: Recipe) -> np.ndarray:

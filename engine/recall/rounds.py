@@ -1,0 +1,130 @@
+"""Ranking on top of "dense candidates + lexical candidates with scores": fusion, boosts, more rounds.
+
+1. fuse (engine.recall.fusion) and add the query-side boosts (engine.recall.boosts);
+2. session neighbours: the turns just before/after the top hits join the pool, and every candidate
+   gains `neighbour_weight` x the best score among its neighbours (the answer to a question that
+   matched is usually the next turn);
+3. second round (multi-hop): the keywords of the first round's top hits become a lexical query, the
+   mean of their vectors a dense one (Rocchio); that round's fused score, x `second_round_weight`,
+   adds to the first, so a note reachable only through an entity of a top hit can join.
+BM25 pseudo-relevance feedback (`lexical_scores`) adds `prf_weight` x the scores of the top lexical
+hits' keywords to the query's own lexical scores before any of this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.config import RecallConfig
+from engine.recall.boosts import boost
+from engine.recall.fusion import fuse_scores
+from engine.recall.query import QueryInfo
+from engine.recall.view import TenantView
+from engine.state.tenant_state import TenantMemory
+from engine.text import terms
+
+SEEDS = 3
+"""Top hits whose keywords seed the second round and pseudo-relevance feedback."""
+SEED_KEYWORDS = 6
+PRF_TERMS = 8
+"""Most expansion terms pseudo-relevance feedback adds (each costs one posting-list scan)."""
+NEIGHBOUR_SEEDS = 10
+"""Top hits whose session neighbours join the pool."""
+
+
+@dataclass(slots=True)
+class Ranker:
+    tm: TenantMemory
+    view: TenantView
+    query: QueryInfo
+    query_vec: np.ndarray
+    lexical: np.ndarray | None
+    """Lexical score of every slot (invisible slots 0), or None when the lexical weight is 0."""
+    mask: np.ndarray
+    weight: float
+    config: RecallConfig
+    depth: int
+
+    def rank(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        neighbours = self.config.neighbour_weight > 0 and len(slots) > 0
+        if neighbours:
+            slots = self.with_neighbours(slots)
+        scores = self.score(slots)
+        if neighbours:
+            scores = scores + self.config.neighbour_weight * self.best_neighbour(slots, scores)
+        if self.config.second_round_weight > 0 and len(slots):
+            slots, scores = self.second_round(slots, scores)
+        return slots, scores
+
+    def score(self, slots: np.ndarray) -> np.ndarray:
+        dense = self.tm.index.vectors(slots) @ self.query_vec
+        lexical = None if self.lexical is None else self.lexical[slots]
+        fused = fuse_scores(dense, lexical, self.weight, self.config.fusion)
+        return boost(self.tm, self.view, slots, fused, self.query, self.config)
+
+    def with_neighbours(self, slots: np.ndarray) -> np.ndarray:
+        """The candidates plus the session neighbours of the best few by dense and by lexical score."""
+        half = NEIGHBOUR_SEEDS // 2
+        top = [slots[np.argsort(-(self.tm.index.vectors(slots) @ self.query_vec), kind="stable")[:half]]]
+        if self.lexical is not None:
+            top.append(slots[np.argsort(-self.lexical[slots], kind="stable")[:half]])
+        extra = self.view.neighbours(np.concatenate(top), self.config.neighbour_gap_s).ravel()
+        extra = extra[extra >= 0]
+        return np.union1d(slots, extra[self.mask[extra]])
+
+    def best_neighbour(self, slots: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """Each candidate's best neighbouring candidate's score (0 without one)."""
+        by_slot = np.zeros(self.tm.index.num_slots + 1)  # the last cell: "no neighbour" (-1) reads 0
+        by_slot[slots] = scores
+        return by_slot[self.view.neighbours(slots, self.config.neighbour_gap_s)].max(axis=1)
+
+    def second_round(self, slots: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        seeds = slots[np.argsort(-scores, kind="stable")[:SEEDS]]
+        vec = self.tm.index.vectors(seeds).mean(axis=0)
+        vec /= max(float(np.linalg.norm(vec)), 1e-9)
+        dense_top = self.tm.index.search(vec[None, :], self.depth, self.mask)[0]
+        pool = {s for s, _ in dense_top} | set(slots.tolist())
+        lexical, text = None, self.seed_text(seeds)
+        if self.lexical is not None and text:
+            lexical = self.tm.lexical.scores(text, self.tm.index.num_slots)
+            lexical[~self.mask] = 0
+            pool.update(int(s) for s in np.argsort(-lexical)[: self.depth] if lexical[s] > 0)
+        merged = np.fromiter(sorted(pool), dtype=np.int64)
+        dense2 = self.tm.index.vectors(merged) @ vec
+        lexical2 = None if lexical is None else lexical[merged]
+        second = fuse_scores(dense2, lexical2, self.weight, self.config.fusion)
+        second[np.isin(merged, seeds)] = 0  # the seeds match their own keywords best: no reward for that
+        first = dict(zip(slots.tolist(), scores.tolist(), strict=True))
+        base = np.array([first.get(int(s), 0.0) for s in merged])
+        return merged, base + self.config.second_round_weight * second
+
+    def seed_text(self, seeds: np.ndarray) -> str:
+        """Keywords of the seed notes that the query does not already have."""
+        have = set(terms(self.query.text))
+        words: dict[str, None] = {}
+        for slot in seeds:
+            note = self.tm.notes[self.tm.index.ids[int(slot)]]  # type: ignore[index]
+            for word in note.keywords[:SEED_KEYWORDS]:
+                if not set(terms(word)) <= have:
+                    words.setdefault(word)
+        return " ".join(words)
+
+
+def lexical_scores(tm: TenantMemory, query: QueryInfo, mask: np.ndarray, prf_weight: float) -> np.ndarray:
+    """BM25 of every visible slot; with prf_weight, plus that x BM25 of the top hits' new keywords."""
+    out = tm.lexical.scores(query.lexical, tm.index.num_slots)
+    out[~mask] = 0
+    if prf_weight > 0 and out.max() > 0:
+        top = [s for s in np.argsort(-out)[:SEEDS] if out[s] > 0]
+        have = set(terms(query.lexical))
+        words: dict[str, None] = {}
+        for s in top:
+            for w in tm.notes[tm.index.ids[int(s)]].keywords[:SEED_KEYWORDS]:  # type: ignore[index]
+                if not set(terms(w)) <= have:
+                    words.setdefault(w)
+        extra = tm.lexical.scores(" ".join(list(words)[:PRF_TERMS]), tm.index.num_slots)
+        extra[~mask] = 0
+        out = out + prf_weight * extra
+    return out

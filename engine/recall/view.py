@@ -1,0 +1,85 @@
+"""What the query-side levers need to know about a tenant, computed once per state change.
+
+The participants (distinct speakers), the notes in time order (for session neighbours) and, per slot, the
+speaker, content length and whether the content says when (for the boosts). Rebuilt, O(notes), when the
+tenant's note count, slot count or newest note changes (so an edited speaker shows after the next add).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.recall.query import has_time_expression
+from engine.state.tenant_state import TenantMemory
+
+
+@dataclass(slots=True, frozen=True)
+class TenantView:
+    participants: tuple[str, ...]
+    times: np.ndarray
+    """Note timestamps (POSIX seconds) in time order."""
+    order: np.ndarray
+    """Slots in time order."""
+    position: np.ndarray
+    """Slot -> index into `order` (-1: no note)."""
+    speaker: np.ndarray
+    """Slot -> index into `participants` (-1: none)."""
+    chars: np.ndarray
+    """Slot -> content length."""
+    timely: np.ndarray
+    """Slot -> the content carries a time expression."""
+
+    def neighbours(self, slots: np.ndarray, gap_s: float) -> np.ndarray:
+        """(len(slots), 2): the slots just before and after each in time, -1 where none within gap_s."""
+        slots = np.asarray(slots, dtype=np.int64)
+        at = np.where(
+            slots < len(self.position), self.position[np.minimum(slots, len(self.position) - 1)], -1
+        )
+        out = np.full((len(slots), 2), -1, dtype=np.int64)
+        for col, step in enumerate((-1, 1)):
+            near = at + step
+            ok = (at >= 0) & (near >= 0) & (near < len(self.order))
+            near = np.clip(near, 0, max(len(self.order) - 1, 0))
+            if len(self.order):
+                ok &= np.abs(self.times[near] - self.times[np.clip(at, 0, None)]) <= gap_s
+                out[ok, col] = self.order[near[ok]]
+        return out
+
+
+_CACHE: weakref.WeakKeyDictionary[TenantMemory, tuple[tuple[int, ...], TenantView]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def view_of(tm: TenantMemory) -> TenantView:
+    key = (len(tm.notes), tm.index.num_slots, id(tm.latest))
+    cached = _CACHE.get(tm)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    view = _build(tm)
+    _CACHE[tm] = (key, view)
+    return view
+
+
+def _build(tm: TenantMemory) -> TenantView:
+    speakers: dict[str, int] = {}
+    n = tm.index.num_slots
+    speaker, chars, timely = np.full(n, -1, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=bool)
+    rows = []
+    for note_id, slot in tm.index.slot_of.items():
+        note = tm.notes.get(note_id)
+        if note is None:
+            continue
+        if note.speaker:
+            speaker[slot] = speakers.setdefault(note.speaker, len(speakers))
+        chars[slot], timely[slot] = len(note.content), has_time_expression(note.content)
+        rows.append((note.timestamp.timestamp(), slot))
+    rows.sort()
+    times = np.array([t for t, _ in rows], dtype=np.float64)
+    order = np.array([s for _, s in rows], dtype=np.int64)
+    position = np.full(n, -1, dtype=np.int64)
+    position[order] = np.arange(len(order))
+    return TenantView(tuple(speakers), times, order, position, speaker, chars, timely)

@@ -1,0 +1,150 @@
+"""Each shipped lever changes a ranking it should, on constructed notes (levers off: it does not)."""
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine import Config, Memory
+from engine.annotate.embedded import EmbeddedAnnotator
+from engine.recall.view import view_of
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+PLAIN = {"k_neighbours": 0, "expand_links": False, "speaker_boost": 0.0, "temporal_boost": 0.0}
+PLAIN |= {"neighbour_weight": 0.0, "second_round_weight": 0.0, "prf_weight": 0.0, "short_turn_penalty": 0.0}
+
+
+def _memory(encoder, turns: list[tuple[str, str, float]], **levers) -> Memory:
+    """One note per (speaker, text, hours after T0)."""
+    mem = Memory(config=Config.of(**(PLAIN | levers)), encoder=encoder)
+    items = [
+        {"content": text, "speaker": who, "timestamp": T0 + timedelta(hours=h), "metadata": {"n": i}}
+        for i, (who, text, h) in enumerate(turns)
+    ]
+    mem.add_many(items)
+    return mem
+
+
+def _ranked(mem: Memory, query: str, k: int = 5) -> list[int]:
+    return [h.note.metadata["n"] for h in mem.search(query, k=k)]
+
+
+def _with(mem: Memory, **levers) -> Memory:
+    mem.config = mem.config.with_(**levers)
+    return mem
+
+
+def test_speaker_boost_ranks_the_named_speakers_turn_first(encoder) -> None:
+    turns = [
+        ("Melanie", "Caroline, which class did you sign up for? The pottery class?", 0),
+        ("Caroline", "Yes, pottery downtown, I signed up for it.", 0.001),
+        ("Melanie", "Kids are at school today.", 2),
+    ]
+    mem = _memory(encoder, turns)
+    query = "Which class did Caroline sign up for?"
+    assert _ranked(mem, query)[0] == 0
+    assert _ranked(_with(mem, speaker_boost=0.5), query)[0] == 1
+
+
+def test_temporal_boost_favours_the_turn_that_says_when(encoder) -> None:
+    turns = [
+        ("Melanie", "Did Caroline do the charity run? The charity run for the shelter!", 0),
+        ("Caroline", "Yes, I did the run last weekend.", 0.001),
+        ("Melanie", "My garden is blooming.", 2),
+    ]
+    mem = _memory(encoder, turns, temporal_boost=0.3)
+    assert _ranked(mem, "When did Caroline do the charity run?")[0] == 1
+    assert _ranked(mem, "Did Caroline do the charity run?")[0] == 0  # not a "when" question
+    assert _ranked(_with(mem, temporal_boost=0.0), "When did Caroline do the charity run?")[0] == 0
+
+
+def test_short_turn_penalty_sinks_a_bare_greeting(encoder) -> None:
+    turns = [
+        ("Gina", "Go, Jon! Dance!", 0),
+        ("Gina", "Jon, your dance studio opening night was a huge success.", 1),
+        ("Gina", "I bought groceries at the market this morning, nothing special.", 2),
+    ]
+    mem = _memory(encoder, turns)
+    assert _ranked(mem, "What did Gina say to Jon about dance?")[0] == 0
+    assert _ranked(_with(mem, short_turn_penalty=1.0), "What did Gina say to Jon about dance?")[0] == 1
+
+
+def test_neighbours_lift_the_answer_after_a_matching_question(encoder) -> None:
+    turns = [("Melanie", f"Filler remark number {i} about the weather and the traffic.", i) for i in range(6)]
+    turns += [
+        ("Melanie", "What activities does your family enjoy doing together?", 10),
+        ("Caroline", "Hiking in the hills and board games at home!", 10 + 5 / 3600),
+        ("Caroline", "Family activities are important, I enjoy them together with my friends.", 20),
+    ]
+    mem = _memory(encoder, turns)
+    query = "What activities does Caroline's family enjoy doing together?"
+    assert 7 not in _ranked(mem, query, k=2)
+    assert 7 in _ranked(_with(mem, neighbour_weight=0.5), query, k=2)
+
+
+def test_session_neighbours_are_adjacent_and_close_in_time(encoder) -> None:
+    mem = _memory(encoder, [("A", "one", 0), ("B", "two", 0.001), ("A", "three", 5)])
+    with mem._pool.use("default") as t:
+        view = view_of(t.state)
+        slots = [
+            t.state.index.slot_of[n.id] for n in sorted(t.state.notes.values(), key=lambda n: n.timestamp)
+        ]
+        near = view.neighbours(slots, gap_s=600).tolist()
+    assert near[0] == [-1, slots[1]] and near[1] == [slots[0], -1] and near[2] == [-1, -1]
+    assert set(view.participants) == {"A", "B"}
+
+
+class _NoContext(EmbeddedAnnotator):
+    """The embedded annotator without its context sentence (which names the previous turn's keywords)."""
+
+    def annotate(self, items):
+        return [replace(a, context="") for a in super().annotate(items)]
+
+
+def test_second_round_reaches_a_note_only_linked_through_an_entity(encoder) -> None:
+    config = Config.of(**PLAIN)
+    mem = Memory(config=config, encoder=encoder, annotator=_NoContext(config, encoder))
+    turns = [
+        ("Caroline", "I adopted a puppy from the shelter, his name is Bingo.", 0),
+        ("Melanie", "Bingo chased frisbees at the park all afternoon.", 5),
+        ("Melanie", "Did you adopt from the shelter downtown?", 10),
+        ("Melanie", "Shelter puppies adopted young settle in fast.", 15),
+        ("Caroline", "My puppy's shelter adoption took weeks.", 20),
+    ]
+    mem.add_many([{"content": t, "speaker": w, "timestamp": T0 + timedelta(hours=h)} for w, t, h in turns])
+    query = "What does Caroline's adopted shelter puppy do?"
+
+    def bingo_score() -> float:
+        return next(h.score for h in mem.search(query, k=5) if h.note.content.startswith("Bingo"))
+
+    assert bingo_score() == 0.0  # no word of the query, and far from it in embedding space
+    mem.config = config.with_(second_round_weight=0.4)
+    lifted = bingo_score()
+    mem.config = config.with_(second_round_weight=1.0)
+    assert 0.0 < lifted < bingo_score()  # reached through "Bingo", a keyword of the top hit
+
+
+def test_prf_adds_the_top_hits_keywords_to_the_lexical_query(encoder) -> None:
+    turns = [
+        ("Caroline", "My grandma gave me this necklace in Sweden.", 0),
+        ("Melanie", "Sweden has long winters and midsummer feasts.", 5),
+        ("Melanie", "I bought groceries.", 10),
+        ("Melanie", "Necklaces are pretty; my mom gave me one too.", 15),
+        ("Caroline", "I gave my old bike to a friend.", 20),
+    ]
+    mem = _memory(encoder, turns, lexical_weight=1.0)
+    query = "Who gave Caroline the necklace?"
+
+    def scores() -> dict[int, float]:
+        return {h.note.metadata["n"]: h.score for h in mem.search(query, k=5)}
+
+    plain = scores()
+    assert max(plain, key=plain.__getitem__) == 0
+    fed = scores() if _with(mem, prf_weight=1.0) else {}
+    assert fed[1] / fed[0] > plain[1] / plain[0]  # "Sweden", a keyword of the top hit, now counts
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "zscore"])
+def test_other_fusions_still_rank_an_exact_match_first(encoder, fusion: str) -> None:
+    turns = [("A", "The violin recital is on Sunday.", 0), ("B", "I bought new running shoes.", 1)]
+    assert _ranked(_memory(encoder, turns, fusion=fusion), "When is the violin recital?")[0] == 0

@@ -1,4 +1,5 @@
-"""Recall: query -> dense top-N and BM25 top-N -> fused score -> optional 1-hop link expansion.
+"""Recall: query -> dense top-N and BM25 top-N (tantivy, validity filtered in the query) -> fused score
+-> optional 1-hop link expansion.
 
 Fusion: both scores are exact for the union of the two candidate lists; each is min-max normalised over
 that union, then `score = (1 - w) * dense + w * lexical` with w = Config.lexical_weight. Expansion: the
@@ -71,20 +72,22 @@ def fuse(
     """Slots and fused scores, best first, at most k."""
     depth = max(50, 4 * recipe.k)
     dense_hits = tm.index.search(query_vec[None, :], depth, mask)[0]
+    dense = np.fromiter((s for s, _ in dense_hits), dtype=np.int64, count=len(dense_hits))
     w = recipe.lexical_weight
-    union = {s for s, _ in dense_hits}
-    lexical = np.zeros(0)
     if w > 0:
-        lexical = tm.lexical.scores(query, tm.index.num_slots)
-        lexical[~mask] = 0
-        top = np.argsort(-lexical)[:depth]
-        union.update(int(s) for s in top if lexical[s] > 0)
-    if not union:
+        # Validity filters inside the lexical query; the mask check keeps the two halves in step.
+        as_of = recipe.as_of.timestamp() if recipe.as_of else None
+        lex_slots, lex_scores = tm.lexical.top(query, depth, as_of, recipe.include_superseded)
+        keep = mask[lex_slots]
+        lex_slots, lex_scores = lex_slots[keep], lex_scores[keep]
+        slots = np.unique(np.concatenate([dense, lex_slots]))
+    else:
+        slots = np.unique(dense)
+    if not len(slots):
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    slots = np.fromiter(union, dtype=np.int64)
     fused = (1 - w) * _minmax(tm.index.vectors(slots) @ query_vec)
     if w > 0:
-        fused += w * _minmax(lexical[slots])
+        fused += w * _minmax(_lexical_of(tm, query, slots, lex_slots, lex_scores))
     if recipe.recency_half_life_days:
         fused *= _recency(tm, slots, recipe)
     order = np.argsort(-fused, kind="stable")[: recipe.k]
@@ -111,6 +114,18 @@ def expand(tm: TenantMemory, hits: list[Hit], mask: np.ndarray, recipe: Recipe) 
                 )
             )
     return sorted(hits + joined, key=lambda h: -h.score)
+
+
+def _lexical_of(
+    tm: TenantMemory, query: str, slots: np.ndarray, lex_slots: np.ndarray, lex_scores: np.ndarray
+) -> np.ndarray:
+    """Exact BM25 for every fused slot: the lexical top gives most, one filtered query the rest."""
+    out = np.zeros(len(slots), dtype=np.float32)
+    known = np.isin(slots, lex_slots)
+    out[np.searchsorted(slots, lex_slots)] = lex_scores
+    if not known.all():
+        out[~known] = tm.lexical.scores_of(query, slots[~known])
+    return out
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:

@@ -92,7 +92,7 @@ class LexicalIndex:
             return _empty()
         parts = [(tantivy.Occur.Must, text)]
         if not any_time:
-            parts.extend((tantivy.Occur.Must, q) for q in self._validity(as_of))
+            parts.extend((tantivy.Occur.Must, _filter(q)) for q in self._validity(as_of))
         return self._run(tantivy.Query.boolean_query(parts), depth)
 
     def scores_of(self, query: str, slots: np.ndarray) -> np.ndarray:
@@ -101,8 +101,13 @@ class LexicalIndex:
         text = self._text_query(query)
         if text is None or not len(slots):
             return out
-        only = tantivy.Query.term_set_query(self.schema, "slot", [int(s) for s in slots])
-        query_ = tantivy.Query.boolean_query([(tantivy.Occur.Must, text), (tantivy.Occur.Must, only)])
+        # A disjunction of slot terms: several times faster than a term-set query here.
+        only = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "slot", int(s))) for s in slots]
+        )
+        query_ = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, text), (tantivy.Occur.Must, _filter(only))]
+        )
         found, scores = self._run(query_, len(slots))
         where = {int(s): i for i, s in enumerate(slots)}
         for slot, score in zip(found, scores, strict=True):
@@ -134,6 +139,11 @@ class LexicalIndex:
             return _empty()
         slots = searcher.fast_field_values("slot", [addr for _, addr in hits])
         return np.asarray(slots, dtype=np.int64), np.asarray([s for s, _ in hits], dtype=np.float32)
+
+
+def _filter(query: tantivy.Query) -> tantivy.Query:
+    """A clause that selects without scoring (a Must clause would add its own score to the BM25 sum)."""
+    return tantivy.Query.const_score_query(query, 0.0)
 
 
 def _empty() -> tuple[np.ndarray, np.ndarray]:

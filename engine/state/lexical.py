@@ -14,6 +14,8 @@ With a `path` the index lives on disk (a derived index saved beside a snapshot);
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +48,16 @@ class LexicalIndex:
         self._adds: dict[int, tantivy.Document] = {}
         self._deletes: set[int] = set()
         self._count = self._index.searcher().num_docs
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+
+    @classmethod
+    def working_copy(cls, source: Path) -> LexicalIndex:
+        """An index opened on a private copy of `source` (a snapshot's files stay as they were written)."""
+        work = tempfile.TemporaryDirectory(prefix="amem-lexical-")
+        shutil.copytree(source, Path(work.name) / "index")
+        index = cls(Path(work.name) / "index")
+        index._workdir = work  # removed with the index
+        return index
 
     def __len__(self) -> int:
         self.flush()

@@ -48,15 +48,27 @@ class TenantMemory:
         return note
 
     # --- the only writer ---------------------------------------------------------
-    def apply(self, changes: ChangeSet) -> None:
+    def apply(self, changes: ChangeSet, index_text: bool = True) -> None:
+        """`index_text=False` leaves the lexical index alone: a snapshot brings its own (`adopt_lexical`)."""
         for note_id in changes.deletes:
             self._delete(note_id)
         for version in changes.versions:
             self.history.append(version)
         if changes.upserts:
-            self._upsert([n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts]))
+            notes, vectors = [n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts])
+            self._upsert(notes, vectors, index_text)
 
-    def _upsert(self, notes: list[Note], vectors: np.ndarray) -> None:
+    def adopt_lexical(self, lexical: LexicalIndex | None) -> None:
+        """Take a lexical index built elsewhere for these slots, or (None) rebuild one from the notes."""
+        if lexical is not None:
+            self.lexical = lexical
+            return
+        self.lexical = LexicalIndex()
+        for note in self.notes.values():
+            slot = self.index.slot_of[note.id]
+            self.lexical.upsert(slot, lexical_text(note), self._visible_from[slot], self._invalid_at[slot])
+
+    def _upsert(self, notes: list[Note], vectors: np.ndarray, index_text: bool = True) -> None:
         for note in notes:
             old = self.notes.get(note.id)
             if old is not None:
@@ -75,7 +87,8 @@ class TenantMemory:
             visible = max(note.timestamp, note.valid_at or note.timestamp).timestamp()
             invalid = note.invalid_at.timestamp() if note.invalid_at else np.inf
             self._visible_from[slot], self._invalid_at[slot] = visible, invalid
-            self.lexical.upsert(slot, lexical_text(note), visible, invalid)
+            if index_text:
+                self.lexical.upsert(slot, lexical_text(note), visible, invalid)
 
     def _delete(self, note_id: str) -> None:
         note = self.notes.pop(note_id, None)
@@ -113,6 +126,11 @@ class TenantMemory:
             return self.index.live & (self._invalid_at[:n] == np.inf)
         t = as_of.timestamp()
         return self.index.live & (self._visible_from[:n] <= t) & (t < self._invalid_at[:n])
+
+    def validity(self, note_id: str) -> tuple[float, float]:
+        """(visible from, invalid at) of a note, epoch seconds (inf: still valid)."""
+        slot = self.index.slot_of[note_id]
+        return float(self._visible_from[slot]), float(self._invalid_at[slot])
 
     def vector(self, note_id: str) -> np.ndarray:
         return self.index.vector(note_id)

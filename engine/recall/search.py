@@ -72,22 +72,20 @@ def fuse(
     """Slots and fused scores, best first, at most k."""
     depth = max(50, 4 * recipe.k)
     dense_hits = tm.index.search(query_vec[None, :], depth, mask)[0]
-    dense = np.fromiter((s for s, _ in dense_hits), dtype=np.int64, count=len(dense_hits))
     w = recipe.lexical_weight
+    lexical: dict[int, float] = {}
     if w > 0:
         # Validity filters inside the lexical query; the mask check keeps the two halves in step.
         as_of = recipe.as_of.timestamp() if recipe.as_of else None
         lex_slots, lex_scores = tm.lexical.top(query, depth, as_of, recipe.include_superseded)
-        keep = mask[lex_slots]
-        lex_slots, lex_scores = lex_slots[keep], lex_scores[keep]
-        slots = np.unique(np.concatenate([dense, lex_slots]))
-    else:
-        slots = np.unique(dense)
+        lexical = {s: c for s, c in zip(lex_slots.tolist(), lex_scores.tolist(), strict=True) if mask[s]}
+    # A few hundred candidates at most: Python sets beat numpy's set routines at this size.
+    slots = np.array(sorted({s for s, _ in dense_hits} | lexical.keys()), dtype=np.int64)
     if not len(slots):
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     fused = (1 - w) * _minmax(tm.index.vectors(slots) @ query_vec)
     if w > 0:
-        fused += w * _minmax(_lexical_of(tm, query, slots, lex_slots, lex_scores))
+        fused += w * _minmax(_lexical_of(tm, query, slots, lexical))
     if recipe.recency_half_life_days:
         fused *= _recency(tm, slots, recipe)
     order = np.argsort(-fused, kind="stable")[: recipe.k]
@@ -116,16 +114,13 @@ def expand(tm: TenantMemory, hits: list[Hit], mask: np.ndarray, recipe: Recipe) 
     return sorted(hits + joined, key=lambda h: -h.score)
 
 
-def _lexical_of(
-    tm: TenantMemory, query: str, slots: np.ndarray, lex_slots: np.ndarray, lex_scores: np.ndarray
-) -> np.ndarray:
+def _lexical_of(tm: TenantMemory, query: str, slots: np.ndarray, lexical: dict[int, float]) -> np.ndarray:
     """Exact BM25 for every fused slot: the lexical top gives most, one filtered query the rest."""
-    out = np.zeros(len(slots), dtype=np.float32)
-    known = np.isin(slots, lex_slots)
-    out[np.searchsorted(slots, lex_slots)] = lex_scores
-    if not known.all():
-        out[~known] = tm.lexical.scores_of(query, slots[~known])
-    return out
+    missing = [s for s in slots.tolist() if s not in lexical]
+    if missing:
+        found = tm.lexical.scores_of(query, np.array(missing, dtype=np.int64))
+        lexical = lexical | dict(zip(missing, found.tolist(), strict=True))
+    return np.array([lexical[s] for s in slots.tolist()], dtype=np.float32)
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:

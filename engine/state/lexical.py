@@ -49,6 +49,7 @@ class LexicalIndex:
         self._deletes: set[int] = set()
         self._count = self._index.searcher().num_docs
         self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._last: tuple[str, tantivy.Query | None] | None = None
 
     @classmethod
     def working_copy(cls, source: Path) -> LexicalIndex:
@@ -128,12 +129,15 @@ class LexicalIndex:
 
     def _text_query(self, query: str) -> tantivy.Query | None:
         self.flush()
-        words = sorted(set(terms(query)))
-        if not words or not self._count:
+        if not self._count:
             return None
-        return tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, FIELD, w)) for w in words]
-        )
+        if self._last is None or self._last[0] != query:  # a search asks twice: top, then scores_of
+            words = sorted(set(terms(query)))
+            built = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, FIELD, w)) for w in words]
+            )
+            self._last = (query, built if words else None)
+        return self._last[1]
 
     def _validity(self, as_of: float | None) -> list[tantivy.Query]:
         q = tantivy.Query.range_query

@@ -23,7 +23,7 @@ import numpy as np
 from bench.common import LOCOMO, RESULTS, table, write_json
 from engine import Config, Memory
 from engine.io.chatlog import read_chatlog
-from engine.state.lexical import BM25
+from engine.state.lexical import LexicalIndex
 
 KS = (1, 2, 5, 10, 25, 50)
 SHOWN = (5, 10, 25)
@@ -100,15 +100,15 @@ def amem_rankings(mem: Memory, questions: list[dict[str, Any]]) -> list[list[str
 def bm25_rankings(turns: dict[str, list[Any]], questions: list[dict[str, Any]]) -> list[list[str]]:
     indexes = {}
     for tenant, items in turns.items():
-        bm = BM25()
+        bm = LexicalIndex()
         for slot, it in enumerate(items):
-            bm.upsert(slot, it.content)
+            bm.upsert(slot, it.content, 0.0, np.inf)
         indexes[tenant] = (bm, [it.metadata["dia_id"] for it in items])
     out = []
     for q in questions:
         bm, dia = indexes[q["tenant"]]
-        scores = bm.scores(q["question"], len(dia))
-        out.append([dia[i] for i in np.argsort(-scores, kind="stable")[: max(KS)]])
+        slots, _ = bm.top(q["question"], max(KS), any_time=True)
+        out.append([dia[i] for i in slots])
     return out
 
 

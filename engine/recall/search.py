@@ -1,4 +1,5 @@
-"""Recall: query -> dense top-N and BM25 top-N -> fused score + levers -> optional 1-hop link expansion.
+"""Recall: query -> dense top-N and BM25 top-N (tantivy) -> fused score + levers -> optional 1-hop
+link expansion.
 
 Candidates: the union of the dense and lexical top lists, both scores exact for the union. Ranking
 (engine.recall.rounds): fusion (min-max by default, `score = (1 - w) * dense + w * lexical`, w =

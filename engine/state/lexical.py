@@ -1,64 +1,178 @@
-"""Incremental BM25 over index slots: the lexical half of hybrid recall.
+"""The lexical half of hybrid recall: a tantivy BM25 index over index slots.
 
-Documents are keyed by the same slot numbers as the vector index, so one mask filters both.
+Documents are keyed by the same slot numbers as the vector index. The text is tokenised by
+`engine.text.terms` (stems, stopwords) and handed to tantivy pre-split on whitespace, so scores match the
+project's analyser; queries are built from term objects, never parsed, so user text needs no escaping.
+Validity lives in fast fields (`visible_from`, `invalid_at`) and filters inside the query: "valid now"
+and `as_of` cut the candidate set before BM25 ranks it.
+
+Writes are buffered and applied in one commit before the next read, so a batch of notes costs one
+tantivy commit. The writer exists only during that commit: a tenant at rest holds no writer threads.
+With a `path` the index lives on disk (a derived index saved beside a snapshot); else in RAM.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
+import tantivy
 
 from engine.text import terms
 
+FIELD = "text"
+_NOW = 1e300
+"""`invalid_at` of a note still valid (tantivy range bounds want finite numbers)."""
+_HEAP = 32_000_000
 
-class BM25:
-    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
-        self.k1, self.b = k1, b
-        self.postings: dict[str, dict[int, int]] = {}
-        self.doc_terms: dict[int, Counter[str]] = {}
-        self.doc_len: dict[int, int] = {}
-        self._total_len = 0
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field(FIELD, stored=False, tokenizer_name="whitespace", index_option="freq")
+    builder.add_integer_field("slot", stored=False, indexed=True, fast=True)
+    builder.add_float_field("visible_from", stored=False, indexed=False, fast=True)
+    builder.add_float_field("invalid_at", stored=False, indexed=False, fast=True)
+    return builder.build()
+
+
+class LexicalIndex:
+    def __init__(self, path: Path | None = None) -> None:
+        self.schema = _schema()
+        if path is not None:
+            path.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._index = tantivy.Index(self.schema, path=str(path) if path else None)
+        self._adds: dict[int, tantivy.Document] = {}
+        self._deletes: set[int] = set()
+        self._count = self._index.searcher().num_docs
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._last: tuple[str, tantivy.Query | None] | None = None
+
+    @classmethod
+    def working_copy(cls, source: Path) -> LexicalIndex:
+        """An index opened on a private copy of `source` (a snapshot's files stay as they were written)."""
+        work = tempfile.TemporaryDirectory(prefix="amem-lexical-")
+        shutil.copytree(source, Path(work.name) / "index")
+        index = cls(Path(work.name) / "index")
+        index._workdir = work  # removed with the index
+        return index
 
     def __len__(self) -> int:
-        return len(self.doc_terms)
+        self.flush()
+        return self._count
 
-    def upsert(self, slot: int, text: str) -> None:
-        self.remove(slot)
-        counts = Counter(terms(text))
-        self.doc_terms[slot] = counts
-        self.doc_len[slot] = n = sum(counts.values())
-        self._total_len += n
-        for term, tf in counts.items():
-            self.postings.setdefault(term, {})[slot] = tf
+    # --- writes (buffered) --------------------------------------------------------
+    def upsert(self, slot: int, text: str, visible_from: float, invalid_at: float) -> None:
+        self._deletes.add(slot)
+        self._adds[slot] = tantivy.Document(
+            text=" ".join(terms(text)),
+            slot=slot,
+            visible_from=float(visible_from),
+            invalid_at=_NOW if math.isinf(invalid_at) else float(invalid_at),
+        )
 
     def remove(self, slot: int) -> None:
-        counts = self.doc_terms.pop(slot, None)
-        if counts is None:
+        self._adds.pop(slot, None)
+        self._deletes.add(slot)
+
+    def flush(self) -> None:
+        """Apply buffered writes in one commit (deletes first: an upsert replaces its slot's document)."""
+        if not self._deletes and not self._adds:
             return
-        self._total_len -= self.doc_len.pop(slot)
-        for term in counts:
-            posting = self.postings[term]
-            del posting[slot]
-            if not posting:
-                del self.postings[term]
+        writer = self._index.writer(_HEAP, 1)
+        for slot in self._deletes:
+            writer.delete_documents_by_term("slot", slot)
+        for doc in self._adds.values():
+            writer.add_document(doc)
+        writer.commit()
+        writer.wait_merging_threads()
+        self._adds.clear()
+        self._deletes.clear()
+        self._index.reload()
+        self._count = self._index.searcher().num_docs
+
+    # --- reads --------------------------------------------------------------------
+    def top(
+        self, query: str, depth: int, as_of: float | None = None, any_time: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, BM25 scores) of the best `depth` documents valid now, valid at `as_of`, or (with
+        `any_time`) regardless of validity."""
+        text = self._text_query(query)
+        if text is None or depth <= 0:
+            return _empty()
+        parts = [(tantivy.Occur.Must, text)]
+        if not any_time:
+            parts.extend((tantivy.Occur.Must, _filter(q)) for q in self._validity(as_of))
+        return self._run(tantivy.Query.boolean_query(parts), depth)
 
     def scores(self, query: str, num_slots: int) -> np.ndarray:
-        """BM25 score of every slot (0 where no query term occurs)."""
+        """BM25 of every slot (0 where no query term occurs), regardless of validity: the recall levers
+        (pseudo-relevance feedback, session neighbours, second round) read scores by slot."""
         out = np.zeros(num_slots, dtype=np.float32)
-        n_docs = len(self.doc_terms)
-        if not n_docs:
+        text = self._text_query(query)
+        if text is None:
             return out
-        avg_len = self._total_len / n_docs
-        for term in set(terms(query)):
-            posting = self.postings.get(term)
-            if not posting:
-                continue
-            idf = math.log(1 + (n_docs - len(posting) + 0.5) / (len(posting) + 0.5))
-            slots = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-            tf = np.fromiter(posting.values(), dtype=np.float32, count=len(posting))
-            lens = np.fromiter((self.doc_len[s] for s in posting), dtype=np.float32, count=len(posting))
-            norm = self.k1 * (1 - self.b + self.b * lens / avg_len)
-            out[slots] += idf * tf * (self.k1 + 1) / (tf + norm)
+        slots, scores = self._run(text, self._count)
+        keep = slots < num_slots
+        out[slots[keep]] = scores[keep]
         return out
+
+    def scores_of(self, query: str, slots: np.ndarray) -> np.ndarray:
+        """BM25 score of each given slot (0 where no query term occurs)."""
+        out = np.zeros(len(slots), dtype=np.float32)
+        text = self._text_query(query)
+        if text is None or not len(slots):
+            return out
+        # A disjunction of slot terms: several times faster than a term-set query here.
+        only = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "slot", int(s))) for s in slots]
+        )
+        query_ = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, text), (tantivy.Occur.Must, _filter(only))]
+        )
+        found, scores = self._run(query_, len(slots))
+        where = {int(s): i for i, s in enumerate(slots)}
+        for slot, score in zip(found, scores, strict=True):
+            out[where[int(slot)]] = score
+        return out
+
+    def _text_query(self, query: str) -> tantivy.Query | None:
+        self.flush()
+        if not self._count:
+            return None
+        if self._last is None or self._last[0] != query:  # a search asks twice: top, then scores_of
+            words = sorted(set(terms(query)))
+            built = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, FIELD, w)) for w in words]
+            )
+            self._last = (query, built if words else None)
+        return self._last[1]
+
+    def _validity(self, as_of: float | None) -> list[tantivy.Query]:
+        q = tantivy.Query.range_query
+        if as_of is None:
+            return [q(self.schema, "invalid_at", tantivy.FieldType.Float, _NOW, None)]
+        return [
+            q(self.schema, "visible_from", tantivy.FieldType.Float, None, as_of),
+            q(self.schema, "invalid_at", tantivy.FieldType.Float, as_of, None, include_lower=False),
+        ]
+
+    def _run(self, query: tantivy.Query, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        searcher = self._index.searcher()
+        hits = searcher.search(query, limit, count=False).hits
+        if not hits:
+            return _empty()
+        slots = searcher.fast_field_values("slot", [addr for _, addr in hits])
+        return np.asarray(slots, dtype=np.int64), np.asarray([s for s, _ in hits], dtype=np.float32)
+
+
+def _filter(query: tantivy.Query) -> tantivy.Query:
+    """A clause that selects without scoring (a Must clause would add its own score to the BM25 sum)."""
+    return tantivy.Query.const_score_query(query, 0.0)
+
+
+def _empty() -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)

@@ -14,7 +14,7 @@ from engine.errors import NotFound
 from engine.model.changes import ChangeSet
 from engine.model.note import Note
 from engine.state.history import History
-from engine.state.lexical import BM25
+from engine.state.lexical import LexicalIndex
 from engine.state.vector_index import VectorIndex
 
 
@@ -24,7 +24,7 @@ class TenantMemory:
         self.use_cuda = use_cuda
         self.notes: dict[str, Note] = {}
         self.index = VectorIndex(dim, use_cuda=use_cuda)
-        self.lexical = BM25()
+        self.lexical = LexicalIndex()
         self.backlinks: dict[str, set[str]] = defaultdict(set)
         self.history = History()
         self.sources: dict[str, str] = {}
@@ -48,15 +48,27 @@ class TenantMemory:
         return note
 
     # --- the only writer ---------------------------------------------------------
-    def apply(self, changes: ChangeSet) -> None:
+    def apply(self, changes: ChangeSet, index_text: bool = True) -> None:
+        """`index_text=False` leaves the lexical index alone: a snapshot brings its own (`adopt_lexical`)."""
         for note_id in changes.deletes:
             self._delete(note_id)
         for version in changes.versions:
             self.history.append(version)
         if changes.upserts:
-            self._upsert([n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts]))
+            notes, vectors = [n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts])
+            self._upsert(notes, vectors, index_text)
 
-    def _upsert(self, notes: list[Note], vectors: np.ndarray) -> None:
+    def adopt_lexical(self, lexical: LexicalIndex | None) -> None:
+        """Take a lexical index built elsewhere for these slots, or (None) rebuild one from the notes."""
+        if lexical is not None:
+            self.lexical = lexical
+            return
+        self.lexical = LexicalIndex()
+        for note in self.notes.values():
+            slot = self.index.slot_of[note.id]
+            self.lexical.upsert(slot, lexical_text(note), self._visible_from[slot], self._invalid_at[slot])
+
+    def _upsert(self, notes: list[Note], vectors: np.ndarray, index_text: bool = True) -> None:
         for note in notes:
             old = self.notes.get(note.id)
             if old is not None:
@@ -72,9 +84,11 @@ class TenantMemory:
         slots = self.index.upsert([n.id for n in notes], vectors)
         self._grow_validity()
         for note, slot in zip(notes, slots, strict=True):
-            self.lexical.upsert(slot, lexical_text(note))
-            self._visible_from[slot] = max(note.timestamp, note.valid_at or note.timestamp).timestamp()
-            self._invalid_at[slot] = note.invalid_at.timestamp() if note.invalid_at else np.inf
+            visible = max(note.timestamp, note.valid_at or note.timestamp).timestamp()
+            invalid = note.invalid_at.timestamp() if note.invalid_at else np.inf
+            self._visible_from[slot], self._invalid_at[slot] = visible, invalid
+            if index_text:
+                self.lexical.upsert(slot, lexical_text(note), visible, invalid)
 
     def _delete(self, note_id: str) -> None:
         note = self.notes.pop(note_id, None)
@@ -95,20 +109,28 @@ class TenantMemory:
                 other.links = [link for link in other.links if link.target != note_id]
 
     def _grow_validity(self) -> None:
-        grow = self.index.num_slots - len(self._visible_from)
-        if grow > 0:
-            self._visible_from = np.concatenate([self._visible_from, np.full(grow, -np.inf)])
-            self._invalid_at = np.concatenate([self._invalid_at, np.full(grow, np.inf)])
+        """Capacity doubles, so growing costs O(1) amortised per note, not a copy per batch."""
+        need = self.index.num_slots
+        if need > len(self._visible_from):
+            cap = max(need, 2 * len(self._visible_from), 1024)
+            self._visible_from = _grown(self._visible_from, cap, -np.inf)
+            self._invalid_at = _grown(self._invalid_at, cap, np.inf)
 
     # --- reads ---------------------------------------------------------------
     def mask(self, as_of: datetime | None = None, include_superseded: bool = False) -> np.ndarray:
         """Slots visible to a search: valid now, valid at `as_of`, or every live one."""
+        n = self.index.num_slots
         if include_superseded:
             return self.index.live.copy()
         if as_of is None:
-            return self.index.live & (self._invalid_at == np.inf)
+            return self.index.live & (self._invalid_at[:n] == np.inf)
         t = as_of.timestamp()
-        return self.index.live & (self._visible_from <= t) & (t < self._invalid_at)
+        return self.index.live & (self._visible_from[:n] <= t) & (t < self._invalid_at[:n])
+
+    def validity(self, note_id: str) -> tuple[float, float]:
+        """(visible from, invalid at) of a note, epoch seconds (inf: still valid)."""
+        slot = self.index.slot_of[note_id]
+        return float(self._visible_from[slot]), float(self._invalid_at[slot])
 
     def vector(self, note_id: str) -> np.ndarray:
         return self.index.vector(note_id)
@@ -122,6 +144,12 @@ class TenantMemory:
             if src is not None:
                 out.extend((source, link.reason) for link in src.links if link.target == note_id)
         return out
+
+
+def _grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:
+    out = np.full(capacity, fill)
+    out[: len(values)] = values
+    return out
 
 
 def lexical_text(note: Note) -> str:

@@ -3,12 +3,15 @@
 Layout under a tenant folder:
     snap-<seq>/notes.parquet     one row per note, typed columns, `embedding` a fixed-size float32 list
     snap-<seq>/versions.parquet  prior versions (note as JSON, embedding, stage, cause, changed_at)
+    snap-<seq>/lexical/          the tantivy index of those notes (slot = row), a derived index
     snap-<seq>/meta.json         schema version, seq, row counts, sha256 of each file, encoder and dim,
-                                 and `meta_sha256` of the rest (older snapshots lack it)
+                                 sha256 of the derived files (`derived`), and `meta_sha256` of the rest
+                                 (older snapshots lack it)
     manifest.json                names the current snapshot
 
 A snapshot is written to `snap-<seq>.tmp`, fsync'ed, renamed, and only then named by the manifest.
-Opening tries snapshots newest first and uses the newest whose checksums hold.
+Opening tries snapshots newest first and uses the newest whose checksums hold. A derived index that is
+missing or damaged does not fail the snapshot: it is rebuilt from the notes, with a warning.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ import pyarrow.parquet as pq
 from engine.errors import ConfigError, CorruptStore, StoreError
 from engine.model.changes import ChangeSet
 from engine.model.records import dumps, note_from_record, note_to_record
-from engine.state.tenant_state import TenantMemory
+from engine.state.lexical import LexicalIndex
+from engine.state.tenant_state import TenantMemory, lexical_text
 from engine.storage.fsutil import atomic_write_bytes, fsync_dir, fsync_file
 
 SCHEMA_VERSION = 1
 log = logging.getLogger("amem")
 
+LEXICAL = "lexical"
 _LIST_FIELDS = {"keywords", "tags", "source_ids"}
 _JSON_FIELDS = {"links", "metadata", "occurrences"}
 
@@ -67,6 +72,7 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
     for name, table in files.items():
         pq.write_table(table, tmp / name)
         sums[name] = _sha256(tmp / name)
+    derived = _write_lexical(tmp / LEXICAL, tm)
     meta = {
         "schema_version": SCHEMA_VERSION,
         "seq": seq,
@@ -75,6 +81,7 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
         "dim": tm.index.dim,
         "rows": {n: t.num_rows for n, t in files.items()},
         "sha256": sums,
+        "derived": {LEXICAL: derived},
     }
     meta["meta_sha256"] = _meta_digest(meta)
     atomic_write_bytes(tmp / "meta.json", json.dumps(meta, indent=1).encode())
@@ -118,7 +125,8 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str) -> SnapshotInfo:
     rows = {"notes.parquet": notes.num_rows, "versions.parquet": versions.num_rows}
     if any(meta["rows"].get(name) != count for name, count in rows.items()):
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
-    tm.apply(_changes_from_tables(notes, tm.index.dim))
+    tm.apply(_changes_from_tables(notes, tm.index.dim), index_text=False)
+    tm.adopt_lexical(_read_lexical(path, meta, tm, notes.column("id").to_pylist()))
     tm.history.load(versions)
     return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta)
 
@@ -161,6 +169,43 @@ def _check_meta(path: Path, meta: dict[str, Any], tm: TenantMemory, encoder: str
     for name, expected in meta["sha256"].items():
         if not (path / name).exists() or _sha256(path / name) != expected:
             raise CorruptStore(f"{path / name}: checksum mismatch (file damaged or truncated)")
+
+
+def _write_lexical(folder: Path, tm: TenantMemory) -> dict[str, str]:
+    """The tantivy index of the snapshot's notes, slot = row (as `read_snapshot` will number them)."""
+    index = LexicalIndex(folder)
+    for row, note in enumerate(tm.notes.values()):
+        visible, invalid = tm.validity(note.id)
+        index.upsert(row, lexical_text(note), visible, invalid)
+    index.flush()
+    return _tree_sums(folder)
+
+
+def _read_lexical(path: Path, meta: dict[str, Any], tm: TenantMemory, ids: list[str]) -> LexicalIndex | None:
+    """The snapshot's lexical index if whole and in step with the notes; None (rebuild) otherwise."""
+    folder, expected = path / LEXICAL, meta.get("derived", {}).get(LEXICAL)
+    try:
+        if expected is None:
+            raise ValueError("absent (an older snapshot)")
+        if _tree_sums(folder) != expected:
+            raise ValueError("checksum mismatch")
+        if any(tm.index.slot_of.get(note_id) != row for row, note_id in enumerate(ids)):
+            raise ValueError("slots out of step with the notes")
+        index = LexicalIndex.working_copy(folder)
+        if len(index) != len(ids):
+            raise ValueError(f"{len(index)} documents for {len(ids)} notes")
+        return index
+    except (OSError, ValueError) as exc:
+        log.warning(
+            "tenant %s: lexical index %s unusable (%s); rebuilding it from the notes", tm.tenant, folder, exc
+        )
+        return None
+
+
+def _tree_sums(folder: Path) -> dict[str, str]:
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such folder")
+    return {p.relative_to(folder).as_posix(): _sha256(p) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _notes_table(tm: TenantMemory) -> pa.Table:

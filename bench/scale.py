@@ -1,0 +1,195 @@
+"""Scale: one tenant grown through the public API, and many small tenants, for this engine and a baseline.
+
+    python -m bench.scale [--sizes 10000,100000,1000000] [--tenants 10000 --per-tenant 100]
+                          [--baseline /work/main --baseline-sizes 10000]
+
+One tenant is grown with `Memory.add_many` (batches of 1,024, chat lines from bench/synthetic.py, embedded
+defaults) in a persistent store. At each size: ingest rate of the last segment, RSS per note (RSS growth
+since the empty store over notes held), single-query search p50/p99 (default, and with `as_of`), serial
+QPS, and reopen-to-first-search (a fresh process opens the store and answers one query). The many-tenant
+shape adds `per_tenant` notes to each of `tenants` tenants and measures RSS per tenant and the first
+search on a tenant after reopen. Each engine runs in its own subprocess (`--worker`), the baseline with
+PYTHONPATH pointing at its checkout, so both are measured by the same code in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve()
+BATCH = 1024
+QUERIES = 200
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def latencies(mem: Any, tenant: str, queries: list[str], as_of: Any = None) -> dict[str, float]:
+    times = []
+    for q in queries:
+        started = time.perf_counter()
+        mem.search(q, tenant=tenant, k=10, as_of=as_of)
+        times.append(time.perf_counter() - started)
+    ms = np.array(times) * 1000
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "qps": 1000 / ms.mean(),
+    }
+
+
+def query_texts(n: int) -> list[str]:
+    from bench.synthetic import sentence
+
+    rng = random.Random(99)
+    return [" ".join(sentence(rng)[1].split()[1:5]) for _ in range(n)]
+
+
+def reopen_time(path: Path, tenant: str, pythonpath: str) -> float:
+    # Timed from after `import engine` (interpreter start-up is not the store's doing); the encoder load is in.
+    code = (
+        f"import time; from engine import Memory; t=time.perf_counter(); m=Memory({str(path)!r}); "
+        f"m.search('repaired a rusty bicycle', tenant={tenant!r}, k=10); print(time.perf_counter()-t)"
+    )
+    env = dict(os.environ, PYTHONPATH=pythonpath)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-2000:])
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def grow(sizes: list[int], path: Path, pythonpath: str) -> list[dict[str, Any]]:
+    from tqdm import tqdm
+
+    from bench.synthetic import chat
+    from engine import Memory
+
+    items, queries = chat(max(sizes), seed=11), query_texts(QUERIES)
+    mem = Memory(path)
+    base, done, rows = rss_mb(), 0, []
+    as_of = items[len(items) // 2]["timestamp"]
+    for size in sizes:
+        started = time.perf_counter()
+        for i in tqdm(range(done, size, BATCH), desc=f"grow to {size:,}", unit="batch"):
+            mem.add_many(items[i : min(i + BATCH, size)], tenant="big")
+        rate = (size - done) / (time.perf_counter() - started)
+        done, notes = size, mem.stats()["tenants"]["big"]["notes"]
+        row = {"shape": "one tenant", "size": size, "notes": notes, "ingest_per_s": rate}
+        row["rss_kb_per_note"] = (rss_mb() - base) * 1024 / notes
+        row.update({f"search_{k}": v for k, v in latencies(mem, "big", queries).items()})
+        row.update({f"as_of_{k}": v for k, v in latencies(mem, "big", queries[:100], as_of).items()})
+        mem.close()  # the store lock allows one writer: reopen in a fresh process, then here again
+        row["reopen_s"] = reopen_time(path, "big", pythonpath)
+        mem = Memory(path)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    mem.close()
+    return rows
+
+
+def many(tenants: int, per_tenant: int, path: Path, pythonpath: str) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from bench.synthetic import chat
+    from engine import Memory
+
+    items = chat(tenants * per_tenant, seed=12)
+    mem = Memory(path)
+    base, started = rss_mb(), time.perf_counter()
+    for t in tqdm(range(tenants), desc=f"{tenants:,} tenants", unit="tenant"):
+        mem.add_many(items[t * per_tenant : (t + 1) * per_tenant], tenant=f"t{t:05d}")
+    rate = tenants * per_tenant / (time.perf_counter() - started)
+    row = {"shape": f"{tenants} x {per_tenant}", "size": tenants * per_tenant, "ingest_per_s": rate}
+    row["rss_kb_per_tenant"] = (rss_mb() - base) * 1024 / max(1, len(mem.resident_tenants()))
+    mem.close()
+    row["reopen_s"] = reopen_time(path, f"t{tenants // 2:05d}", pythonpath)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def worker(args: argparse.Namespace) -> None:
+    pythonpath = os.environ.get("PYTHONPATH", "")
+    with tempfile.TemporaryDirectory(prefix="amem-scale-") as tmp:
+        rows = grow(args.sizes, Path(tmp) / "one", pythonpath) if args.sizes else []
+        if args.tenants:
+            rows.append(many(args.tenants, args.per_tenant, Path(tmp) / "many", pythonpath))
+    Path(args.out).write_text(json.dumps(rows))
+
+
+def run_engine(
+    name: str, root: Path, sizes: list[int], tenants: int, per_tenant: int
+) -> list[dict[str, Any]]:
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    cmd = [sys.executable, str(HERE), "--worker", "--out", str(out), "--sizes", ",".join(map(str, sizes))]
+    cmd += ["--tenants", str(tenants), "--per-tenant", str(per_tenant)]
+    subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(root)), check=True)
+    rows = json.loads(out.read_text())
+    out.unlink()
+    return [dict(r, engine=name) for r in rows]
+
+
+def plot(rows: list[dict[str, Any]]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bench.common import RESULTS
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for engine in sorted({r["engine"] for r in rows}):
+        pts = [r for r in rows if r["engine"] == engine and r["shape"] == "one tenant"]
+        x = [r["size"] for r in pts]
+        for ax, key in zip(axes, ("ingest_per_s", "rss_kb_per_note", "search_p99_ms"), strict=True):
+            ax.plot(x, [r[key] for r in pts], marker="o", label=engine)
+            ax.set(xscale="log", xlabel="notes in the tenant", title=key)
+    axes[0].legend()
+    fig.tight_layout()
+    out = RESULTS / "scale.png"
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ints = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
+    ap.add_argument("--sizes", type=ints, default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--tenants", type=int, default=10_000)
+    ap.add_argument("--per-tenant", type=int, default=100)
+    ap.add_argument("--baseline", type=Path, default=None, help="checkout of the engine to compare with")
+    ap.add_argument("--baseline-sizes", type=ints, default=[10_000])
+    ap.add_argument("--baseline-tenants", type=int, default=0)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--out", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    from bench.common import machine, table, write_json
+
+    rows = run_engine("this", HERE.parent.parent, args.sizes, args.tenants, args.per_tenant)
+    if args.baseline:
+        rows += run_engine(
+            "baseline", args.baseline, args.baseline_sizes, args.baseline_tenants, args.per_tenant
+        )
+    cols = ["engine", "shape", "size", "ingest_per_s", "rss_kb_per_note", "rss_kb_per_tenant"]
+    cols += ["search_p50_ms", "search_p99_ms", "as_of_p99_ms", "search_qps", "reopen_s"]
+    print(table(rows, cols))
+    write_json("scale", {"machine": machine(), "rows": rows})
+    print(plot(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""The tantivy lexical index: BM25 as the project's analyser scores it, validity filtered in the query."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from engine.state.lexical import LexicalIndex
+from engine.text import terms
+
+DOCS = [
+    "Maya repaired a rusty bicycle in Lisbon",
+    "Leo bought bicycles and a guitar in Kyoto",
+    "the guitar lessons started in May",
+    "Ana painted a quiet garden",
+]
+
+
+def brute_bm25(docs: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+    counts = [Counter(terms(d)) for d in docs]
+    avg = sum(sum(c.values()) for c in counts) / len(docs)
+    out = np.zeros(len(docs))
+    for term in set(terms(query)):
+        df = sum(term in c for c in counts)
+        if not df:
+            continue
+        idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+        for i, c in enumerate(counts):
+            tf, n = c[term], sum(c.values())
+            out[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * n / avg)) if tf else 0.0
+    return out
+
+
+def index_of(docs: list[str], invalid: dict[int, float] | None = None) -> LexicalIndex:
+    ix = LexicalIndex()
+    for slot, text in enumerate(docs):
+        ix.upsert(slot, text, visible_from=10.0 * slot, invalid_at=(invalid or {}).get(slot, np.inf))
+    return ix
+
+
+@pytest.mark.parametrize("query", ["bicycle in Lisbon", "guitar", "Guitars, bicycles!", "quiet garden Maya"])
+def test_scores_match_bm25_over_the_project_terms(query: str) -> None:
+    ix = index_of(DOCS)
+    want = brute_bm25(DOCS, query)
+    slots, scores = ix.top(query, 10, any_time=True)
+    assert set(slots.tolist()) == {i for i in range(len(DOCS)) if want[i] > 0}
+    np.testing.assert_allclose(scores, want[slots], rtol=1e-4)
+    np.testing.assert_allclose(ix.scores_of(query, np.arange(len(DOCS))), want, rtol=1e-4)
+
+
+def test_validity_filters_inside_the_query() -> None:
+    ix = index_of(DOCS, invalid={1: 25.0})  # doc 1 visible from 10, invalid from 25
+    assert set(ix.top("guitar", 10)[0].tolist()) == {2}  # valid now: the superseded doc is out
+    assert set(ix.top("guitar", 10, as_of=15.0)[0].tolist()) == {1}  # doc 2 not visible before t=20
+    assert set(ix.top("guitar", 10, as_of=20.0)[0].tolist()) == {1, 2}
+    assert set(ix.top("guitar", 10, as_of=25.0)[0].tolist()) == {2}  # invalid_at is exclusive
+    assert set(ix.top("guitar", 10, any_time=True)[0].tolist()) == {1, 2}
+    _, filtered = ix.top("guitar", 10)
+    np.testing.assert_allclose(filtered, brute_bm25(DOCS, "guitar")[[2]], rtol=1e-4)  # filters add no score
+
+
+def test_upsert_replaces_and_remove_forgets() -> None:
+    ix = index_of(DOCS)
+    ix.upsert(0, "a violin in Oslo", 0.0, np.inf)
+    ix.remove(3)
+    assert len(ix) == 3
+    assert ix.top("rusty bicycle Lisbon", 10, any_time=True)[0].tolist() == []
+    assert ix.top("violin", 10, any_time=True)[0].tolist() == [0]
+    assert set(ix.top("guitar", 10, any_time=True)[0].tolist()) == {1, 2}
+    assert ix.top("garden", 10, any_time=True)[0].tolist() == []
+
+
+def test_query_syntax_in_user_text_is_just_words() -> None:
+    ix = index_of(DOCS)
+    slots, _ = ix.top('guitar AND NOT "( lessons:* OR [a TO z]', 10, any_time=True)
+    assert set(slots.tolist()) == {1, 2}
+    assert ix.top("", 10)[0].tolist() == [] and ix.top("the and of", 10)[0].tolist() == []
+
+
+def test_on_disk_index_reopens_with_its_documents(tmp_path) -> None:
+    ix = LexicalIndex(tmp_path / "lex")
+    for slot, text in enumerate(DOCS):
+        ix.upsert(slot, text, 0.0, np.inf)
+    ix.flush()
+    again = LexicalIndex(tmp_path / "lex")
+    assert len(again) == len(DOCS)
+    assert (
+        again.top("bicycle", 10, any_time=True)[0].tolist()
+        == ix.top("bicycle", 10, any_time=True)[0].tolist()
+    )

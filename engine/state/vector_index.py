@@ -167,16 +167,13 @@ class VectorIndex:
             return _blas_topk(self._view, queries, k, allowed)
         if n_allowed == len(allowed):
             return self._store.search(queries, k)
-        sel, bitmap = ann.selector(allowed)
-        out = self._store.search(queries, k, params=faiss.SearchParameters(sel=sel))  # type: ignore[call-arg]
-        del bitmap  # alive until FAISS returned
-        return out
+        return ann.exact_rows(self._store, queries, k, allowed)
 
     def _search_ann(
         self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int
     ) -> tuple[np.ndarray, np.ndarray]:
         if n_allowed <= self.config.ann_exact_max:
-            return ann.exact_rows(self._view, queries, k, allowed)
+            return ann.exact_rows(self._store, queries, k, allowed)
         found = ann.search_ann(self._store, queries, k, allowed, n_allowed, self.config.ann_ef_search)
         if not self._stale:
             return found
@@ -185,7 +182,7 @@ class VectorIndex:
         stale &= allowed
         if not stale.any():
             return found
-        return ann.merge(found, ann.exact_rows(self._view, queries, k, stale), stale, k)
+        return ann.merge(found, ann.exact_rows(self._store, queries, k, stale), stale, k)
 
     # --- persistence ------------------------------------------------------------
     def save(self, path: Path, position: int) -> None:

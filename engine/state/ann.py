@@ -13,6 +13,8 @@ needs a quarter to half of the lists probed for recall@10 >= 0.95, HNSW gets 0.9
 
 from __future__ import annotations
 
+from typing import Any
+
 import faiss
 import numpy as np
 
@@ -37,7 +39,7 @@ def kind_of(store: faiss.Index) -> str:
 
 def rows_view(store: faiss.Index, dim: int) -> np.ndarray:
     """A writable numpy view of the store's vectors (re-take it after every add: storage may move)."""
-    flat = faiss.downcast_index(store.storage) if isinstance(store, faiss.IndexHNSW) else store
+    flat: Any = faiss.downcast_index(store.storage) if isinstance(store, faiss.IndexHNSW) else store
     if flat.ntotal == 0:
         return np.zeros((0, dim), dtype=np.float32)
     return faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * dim).reshape(-1, dim)
@@ -63,12 +65,16 @@ def search_ann(
     """HNSW search filtered inside FAISS. A mask allowing a share f of the nodes widens the beam to
     ef / f (capped), which keeps recall where a fixed beam would run out of allowed candidates."""
     if n_allowed == len(allowed):
-        params = faiss.SearchParametersHNSW(efSearch=max(ef, k))
+        params = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
+            efSearch=max(ef, k)
+        )
         return store.search(queries, k, params=params)
     share = n_allowed / max(1, len(allowed))
     sel, bitmap = selector(allowed)
     beam = int(min(max(ef, k) / max(share, 1e-3), _MAX_BEAM))
-    params = faiss.SearchParametersHNSW(sel=sel, efSearch=max(beam, k))
+    params = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
+        sel=sel, efSearch=max(beam, k)
+    )
     out = store.search(queries, k, params=params)
     del bitmap  # kept alive until the search returned
     return out

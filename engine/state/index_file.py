@@ -28,7 +28,7 @@ def write_index(path: Path, store: faiss.Index, ids: list[str | None], position:
     """Atomically (temp file, fsync, rename) write `store` and its slot ids, tagged with `position`."""
     body = faiss.serialize_index(store)
     id_bytes = json.dumps(ids).encode()
-    crc = zlib.crc32(id_bytes, zlib.crc32(memoryview(body)))
+    crc = zlib.crc32(id_bytes, zlib.crc32(body.data))
     manifest = {
         "format": 1,
         "position": position,
@@ -41,7 +41,7 @@ def write_index(path: Path, store: faiss.Index, ids: list[str | None], position:
     meta = json.dumps(manifest).encode()
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
-        for part in (memoryview(body), id_bytes, meta, _TAIL.pack(len(meta), MAGIC)):
+        for part in (body.data, id_bytes, meta, _TAIL.pack(len(meta), MAGIC)):
             f.write(part)
         f.flush()
         os.fsync(f.fileno())
@@ -80,7 +80,7 @@ def read_index(path: Path, expect_position: int) -> tuple[faiss.Index, list[str 
     with open(path, "rb") as f:
         body = np.fromfile(f, dtype=np.uint8, count=n_index)
         id_bytes = f.read(n_ids)
-    if zlib.crc32(id_bytes, zlib.crc32(memoryview(body))) != manifest["crc32"]:
+    if zlib.crc32(id_bytes, zlib.crc32(body.data)) != manifest["crc32"]:
         raise CorruptIndex(f"{path}: checksum mismatch (damaged vector index file)")
     try:
         store = faiss.deserialize_index(body)

@@ -1,6 +1,7 @@
 """Vector index tiers: exact flat vs HNSW (the ANN tier) vs IVF, on real WordLlama chat embeddings.
 
     PYTHONPATH=$PWD .venv/bin/python -m bench.index_tiers [--sizes 10000,100000,1000000] [--queries 100]
+    (--keep: keep the other sizes' rows of the last run, to add one size at a time)
 
 Per size: build time, single-query p50/p99 (no mask, 50% and 1% of notes allowed), batched QPS,
 recall@10 vs exact (tie-aware: a hit counts when it scores at least the exact 10th), bytes per vector
@@ -12,6 +13,7 @@ Prints a table, writes bench/results/index_tiers.json and index_tiers.png.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from typing import Any
@@ -136,10 +138,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--keep", action="store_true", help="keep rows of other sizes from the last run")
     args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
-    for n in (int(s) for s in args.sizes.split(",")):
+    last = RESULTS / "index_tiers.json"
+    if args.keep and last.exists():
+        rows = [r for r in json.loads(last.read_text())["rows"] if r["n"] not in sizes]
+    for n in sizes:
         rows += run(n, args.queries)
+        rows.sort(key=lambda r: r["n"])
         cols = ["n", "tiled", "index", "build_s", "bytes_per_vec", "batch_qps"]
         cols += [f"{m}_{lab}" for lab in ("all", "50%", "1%") for m in ("p50_ms", "p99_ms", "recall")]
         print(table(rows, cols), flush=True)

@@ -142,7 +142,7 @@ class StorageConfig:
 class IndexConfig:
     """The vector index tiers (state/vector_index.py); numbers from bench/index_tiers.py, see docs/i11a.md."""
 
-    ann_min_notes: int = 50_000
+    ann_min_notes: int = 20_000
     """Notes at which a tenant's exact flat index becomes an HNSW graph (back to flat below half of it)."""
     ann_m: int = 32
     """HNSW graph degree."""

@@ -42,9 +42,9 @@ def _loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return loaded
 
 
-@pytest.mark.parametrize("ann_min_notes", [50_000, 2])  # exact tier, HNSW tier
+@pytest.mark.parametrize("ann_min_notes", [50_000, 2])  # exact tier, HNSW tier (graph searched)
 def test_reopen_reuses_the_saved_index(store, encoder, monkeypatch, caplog, ann_min_notes) -> None:
-    config = Config.of(ann_min_notes=ann_min_notes)
+    config = Config.of(ann_min_notes=ann_min_notes, ann_exact_max=1)
     before = _fill_and_results(store, config, encoder)
     snap = snapshots_newest_first(store / "tenants" / "t")[0]
     assert (snap / INDEX_FILE).stat().st_size > 0

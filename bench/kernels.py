@@ -2,7 +2,9 @@
 
 Run from the repo root: `python -m bench.kernels` (or `python bench/kernels.py`). Prints a table and
 writes bench/results/kernels.json. Every ratio is against faiss measured in the same run. On a
-CUDA machine it adds masked_topk on the GPU with the torch and the Triton backends.
+CUDA machine it adds masked_topk on the GPU with the torch and the Triton backends, and, where the
+faiss build has GPU support, FAISS GPU brute force (`faiss_gpu`: the engine's GPU search path,
+engine/state/gpu_index.py). The Triton kernel stays in the engine only while it beats `faiss_gpu` here.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from engine.state.gpu_index import TorchMirror, faiss_gpu_available  # noqa: E402
 from kernels import masked_topk, triton_available  # noqa: E402
 
 SIZES = (10_000, 100_000)
@@ -87,6 +90,10 @@ def methods(db: np.ndarray, queries: np.ndarray, mask: np.ndarray) -> dict[str, 
                 lambda: masked_topk(db_g, q_g, K, mask_g, backend="triton"),
                 torch.cuda.synchronize,
             )
+        if faiss_gpu_available():
+            mirror = TorchMirror(db.shape[1], "cuda")
+            mirror.append(db)
+            table["faiss_gpu"] = (lambda: mirror.search(queries, K, mask), torch.cuda.synchronize)
     return table
 
 
@@ -122,6 +129,7 @@ def environment() -> dict:
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "triton": triton_available(),
+        "faiss_gpu": faiss_gpu_available(),
         "dim": DIM,
         "k": K,
     }

@@ -7,6 +7,7 @@
     ├── recall:  RecallConfig    hybrid fusion and graph expansion (recall/)
     ├── storage: StorageConfig   log, snapshots, open tenants (storage/)
     ├── service: ServiceConfig   request body cap, queue bound and deadline (service/)
+    ├── index:   IndexConfig     vector index tiers: exact flat, then HNSW (state/vector_index.py)
     └── device:  Device          where FAISS and the kernels run
 
 `Config.with_(**flat)` and `Config.from_env(**flat)` also take the flat names the CLI and benches use
@@ -217,6 +218,27 @@ class ServiceConfig:
             raise ConfigError("max_request_bytes >= 1, max_waiting >= 0 and request_timeout_s > 0 required")
 
 
+class IndexConfig:
+    """The vector index tiers (state/vector_index.py); numbers from bench/index_tiers.py, see docs/i11a.md."""
+
+    ann_min_notes: int = 20_000
+    """Notes at which a tenant's exact flat index becomes an HNSW graph (back to flat below half of it)."""
+    ann_m: int = 32
+    """HNSW graph degree."""
+    ann_ef_construction: int = 40
+    ann_ef_search: int = 128
+    """HNSW search beam: recall@10 vs exact >= 0.95 on WordLlama chat embeddings."""
+    ann_exact_max: int = 20_000
+    """A validity mask allowing at most this many notes is searched exactly over just those rows."""
+    ann_stale_fraction: float = 0.02
+    """Rebuild the graph once this share of its nodes were re-embedded far from where they were linked
+    (until then those rows are searched exactly beside the graph)."""
+
+    def __post_init__(self) -> None:
+        if self.ann_min_notes < 2 or self.ann_m < 4 or self.ann_ef_search < 1:
+            raise ConfigError("ann_min_notes must be >= 2, ann_m >= 4 and ann_ef_search >= 1")
+
+
 _SECTIONS = {
     "encoder": EncoderConfig,
     "llm": LLMConfig,
@@ -224,6 +246,7 @@ _SECTIONS = {
     "recall": RecallConfig,
     "storage": StorageConfig,
     "service": ServiceConfig,
+    "index": IndexConfig,
 }
 FLAT: dict[str, tuple[str, str]] = {
     "encoder": ("encoder", "kind"),
@@ -232,7 +255,11 @@ FLAT: dict[str, tuple[str, str]] = {
     "encode_batch_size": ("encoder", "batch_size"),
     "annotator": ("llm", "annotator"),
     **{f"llm_{f.name}": ("llm", f.name) for f in fields(LLMConfig) if f.name != "annotator"},
-    **{f.name: (s, f.name) for s in ("write", "recall", "storage", "service") for f in fields(_SECTIONS[s])},
+    **{
+        f.name: (s, f.name)
+        for s in ("write", "recall", "storage", "service", "index")
+        for f in fields(_SECTIONS[s])
+    },
 }
 """Flat name -> (section, field)."""
 
@@ -245,6 +272,7 @@ class Config:
     recall: RecallConfig = field(default_factory=RecallConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
     device: Device = Device.AUTO
     """AUTO uses CUDA (FAISS GPU / torch kernels) when present, else CPU."""
 

@@ -70,6 +70,10 @@ class CorruptStore(StoreError):
     pass
 
 
+class CorruptIndex(CorruptStore):
+    """A persisted vector index file is damaged or stale; rebuild the index from the vectors."""
+
+
 class LLMError(AmemError):
     pass
 

@@ -10,6 +10,7 @@ from datetime import datetime
 
 import numpy as np
 
+from engine.config import IndexConfig
 from engine.errors import NotFound
 from engine.model.changes import ChangeSet
 from engine.model.note import Note
@@ -19,11 +20,13 @@ from engine.state.vector_index import VectorIndex
 
 
 class TenantMemory:
-    def __init__(self, tenant: str, dim: int, use_cuda: bool = False) -> None:
+    def __init__(
+        self, tenant: str, dim: int, use_cuda: bool = False, index_config: IndexConfig | None = None
+    ) -> None:
         self.tenant = tenant
         self.use_cuda = use_cuda
         self.notes: dict[str, Note] = {}
-        self.index = VectorIndex(dim, use_cuda=use_cuda)
+        self.index = VectorIndex(dim, use_cuda=use_cuda, config=index_config)
         self.lexical = LexicalIndex()
         self.backlinks: dict[str, set[str]] = defaultdict(set)
         self.history = History()
@@ -39,7 +42,7 @@ class TenantMemory:
 
     def empty_copy(self) -> TenantMemory:
         """A fresh, empty state for the same tenant and index settings."""
-        return TenantMemory(self.tenant, self.index.dim, use_cuda=self.use_cuda)
+        return TenantMemory(self.tenant, self.index.dim, self.use_cuda, self.index.config)
 
     def get(self, note_id: str) -> Note:
         note = self.notes.get(note_id)

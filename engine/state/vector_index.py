@@ -1,33 +1,51 @@
-"""Per-tenant vector index: slot-addressed, updated in place, filtered by a slot mask.
+"""Per-tenant vector index: slot-addressed, updated in place, filtered by a slot mask, in two tiers.
 
 Every note owns a slot. Adding fills a free slot or appends; re-embedding an evolved note overwrites
 its row where it lies (O(dim), never a rebuild); removing zeroes the row and frees the slot. Search
 takes a boolean mask over slots (live, valid now / as of t) and returns (note id, cosine).
 
-Backends: FAISS IndexFlatIP on CPU, written through a numpy view of its own storage; on a CUDA machine
-a torch mirror of the matrix on the GPU searched by `kernels.masked_topk` (rows updated in place too).
+Tiers (engine/state/ann.py; sizes in Config.index): an exact FAISS IndexFlatIP for small tenants; from
+`ann_min_notes` notes an HNSW graph over the same rows (slot == node id, so slots, ids and masks carry
+over unchanged); back to exact below half of that. A mask is applied inside FAISS (IDSelectorBitmap);
+one allowing at most `ann_exact_max` notes is searched exactly over just those rows. On a CUDA
+machine a torch mirror of the rows on the GPU is searched exactly (engine/state/gpu_index.py).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import faiss
 import numpy as np
 
+from engine.config import IndexConfig
 from engine.errors import NotFound
+from engine.state import ann
+from engine.state.gpu_index import TorchMirror
 
 
 class VectorIndex:
-    def __init__(self, dim: int, use_cuda: bool = False, *, torch_device: str | None = None) -> None:
-        """`use_cuda` searches a torch mirror on the GPU; `torch_device` names another device for it."""
+    def __init__(
+        self,
+        dim: int,
+        use_cuda: bool = False,
+        *,
+        torch_device: str | None = None,
+        config: IndexConfig | None = None,
+    ) -> None:
+        """`use_cuda` searches a mirror on the GPU; `torch_device` names another torch device for it."""
         self.dim = dim
-        self._flat = faiss.IndexFlatIP(dim)
+        self.config = config or IndexConfig()
+        self._store: faiss.Index = ann.new_store(ann.EXACT, dim, self.config)
         self._view = np.zeros((0, dim), dtype=np.float32)
         self.ids: list[str | None] = []
         self.slot_of: dict[str, int] = {}
         self._free: list[int] = []
         self.live = np.zeros(0, dtype=bool)
+        self._stale: set[int] = set()
+        """ANN-tier slots whose row moved far from where the graph linked it: searched exactly too."""
         device = torch_device or ("cuda" if use_cuda else None)
-        self._gpu = _TorchMirror(dim, device) if device else None
+        self._gpu = TorchMirror(dim, device) if device else None
 
     def __len__(self) -> int:
         return len(self.slot_of)
@@ -36,24 +54,34 @@ class VectorIndex:
     def num_slots(self) -> int:
         return len(self.ids)
 
+    @property
+    def tier(self) -> str:
+        """ "exact" or "ann"."""
+        return ann.kind_of(self._store)
+
     # --- writes ---------------------------------------------------------------
     def upsert(self, ids: list[str], vectors: np.ndarray) -> list[int]:
         """Insert new ids, overwrite the rows of known ids in place. Returns the slot of each id."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
         latest = dict(zip(ids, range(len(ids)), strict=True))  # a repeated id: its last vector wins
         slots: dict[str, int | None] = {i: self.slot_of.get(i) for i in latest}
+        reused = set()
         for note_id, slot in slots.items():
             if slot is None and self._free:
                 slots[note_id] = self._free.pop()
+                reused.add(note_id)
         missing = [i for i, s in slots.items() if s is None]
         if missing:
-            first = self._grow(len(missing))
+            first = self._grow(vectors[[latest[i] for i in missing]])
             slots.update({note_id: first + off for off, note_id in enumerate(missing)})
         for note_id, row in latest.items():
-            self._write(slots[note_id], note_id, vectors[row])  # type: ignore[arg-type]
+            self._write(slots[note_id], note_id, vectors[row], note_id in reused)  # type: ignore[arg-type]
+        self._retier()
         return [slots[i] for i in ids]  # type: ignore[misc]
 
-    def _write(self, slot: int, note_id: str, vec: np.ndarray) -> None:
+    def _write(self, slot: int, note_id: str, vec: np.ndarray, reused: bool) -> None:
+        if self.tier == ann.ANN and (reused or float(self._view[slot] @ vec) < _DRIFT_COSINE):
+            self._stale.add(slot)  # its graph edges were chosen for another place
         self._view[slot] = vec
         self.ids[slot] = note_id
         self.slot_of[note_id] = slot
@@ -61,16 +89,13 @@ class VectorIndex:
         if self._gpu:
             self._gpu.write(slot, vec)
 
-    def _grow(self, count: int) -> int:
-        first = self._flat.ntotal
-        block = np.zeros((count, self.dim), dtype=np.float32)
-        self._flat.add(block)
-        # add() may reallocate FAISS storage: take a fresh view of it.
-        self._view = faiss.rev_swig_ptr(self._flat.get_xb(), self._flat.ntotal * self.dim).reshape(
-            -1, self.dim
-        )
-        self.ids.extend([None] * count)
-        self.live = np.concatenate([self.live, np.zeros(count, dtype=bool)])
+    def _grow(self, block: np.ndarray) -> int:
+        """Append rows for new slots (joining the HNSW graph in the ann tier); returns the first slot."""
+        first = self._store.ntotal
+        self._store.add(block)
+        self._view = ann.rows_view(self._store, self.dim)  # add() may move FAISS storage
+        self.ids.extend([None] * len(block))
+        self.live = np.concatenate([self.live, np.zeros(len(block), dtype=bool)])
         if self._gpu:
             self._gpu.append(block)
         return first
@@ -86,6 +111,23 @@ class VectorIndex:
             self._free.append(slot)
             if self._gpu:
                 self._gpu.write(slot, self._view[slot])
+        self._retier()
+
+    # --- tiers ----------------------------------------------------------------
+    def _retier(self) -> None:
+        """Move between tiers at the configured size; rebuild a graph grown stale. Slots never move."""
+        n, threshold = len(self), self.config.ann_min_notes
+        if self.tier == ann.EXACT and n >= threshold:
+            self._rebuild(ann.ANN)
+        elif self.tier == ann.ANN and n < threshold // 2:
+            self._rebuild(ann.EXACT)
+        elif self.tier == ann.ANN and len(self._stale) > self.config.ann_stale_fraction * self.num_slots:
+            self._rebuild(ann.ANN)
+
+    def _rebuild(self, kind: str) -> None:
+        self._store = ann.rebuild(kind, self._view, self.config)
+        self._view = ann.rows_view(self._store, self.dim)
+        self._stale = set()
 
     # --- reads ----------------------------------------------------------------
     def vector(self, note_id: str) -> np.ndarray:
@@ -109,19 +151,69 @@ class VectorIndex:
             return [[] for _ in range(len(queries))]
         if self._gpu:
             scores, slots = self._gpu.search(queries, k, allowed)
-        elif len(queries) > _BLAS_MIN_QUERIES:
-            scores, slots = _blas_topk(self._view, queries, k, allowed)
-        elif n_allowed == len(allowed):
-            scores, slots = self._flat.search(queries, k)
+        elif self.tier == ann.ANN:
+            scores, slots = self._search_ann(queries, k, allowed, n_allowed)
         else:
-            bitmap = np.packbits(allowed, bitorder="little")
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap)))  # type: ignore[call-arg]
-            scores, slots = self._flat.search(queries, k, params=params)
+            scores, slots = self._search_exact(queries, k, allowed, n_allowed)
         return [
             [(int(s), float(c)) for s, c in zip(row_s, row_c, strict=True) if s >= 0]
             for row_s, row_c in zip(slots, scores, strict=True)
         ]
 
+    def _search_exact(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if len(queries) > _BLAS_MIN_QUERIES:
+            return _blas_topk(self._view, queries, k, allowed)
+        if n_allowed == len(allowed):
+            return self._store.search(queries, k)
+        return ann.exact_rows(self._store, queries, k, allowed)
+
+    def _search_ann(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if n_allowed <= self.config.ann_exact_max:
+            return ann.exact_rows(self._store, queries, k, allowed)
+        found = ann.search_ann(self._store, queries, k, allowed, n_allowed, self.config.ann_ef_search)
+        if not self._stale:
+            return found
+        stale = np.zeros(len(allowed), dtype=bool)
+        stale[list(self._stale)] = True
+        stale &= allowed
+        if not stale.any():
+            return found
+        return ann.merge(found, ann.exact_rows(self._store, queries, k, stale), stale, k)
+
+    # --- persistence ------------------------------------------------------------
+    def save(self, path: Path, position: int) -> None:
+        """Write the index (rows, graph, slot ids) to `path`, tagged with the log `position` it reflects."""
+        from engine.state.index_file import write_index
+
+        write_index(path, self._store, self.ids, position)
+
+    @classmethod
+    def load(
+        cls, path: Path, expect_position: int, *, config: IndexConfig | None = None, use_cuda: bool = False
+    ) -> VectorIndex:
+        """The index saved at `path`; CorruptIndex when the file is damaged, of another dimension, or
+        saved at another log position than `expect_position` (the caller then rebuilds from vectors)."""
+        from engine.state.index_file import read_index
+
+        store, ids = read_index(path, expect_position)
+        index = cls(store.d, use_cuda, config=config)
+        index._store, index._view = store, ann.rows_view(store, store.d)
+        index.ids = ids
+        index.live = np.array([i is not None for i in ids], dtype=bool)
+        index.slot_of = {i: s for s, i in enumerate(ids) if i is not None}
+        index._free = [s for s, i in enumerate(ids) if i is None][::-1]
+        if index._gpu:
+            index._gpu.append(index._view)
+        index._retier()  # the config may draw the tier line elsewhere than the saver's
+        return index
+
+
+_DRIFT_COSINE = 0.9
+"""A row re-embedded to below this cosine with its old self counts as stale in the graph."""
 
 # FAISS with an ID selector scans without BLAS; a batch of queries goes faster through one masked matmul.
 _BLAS_MIN_QUERIES = 8
@@ -143,29 +235,3 @@ def _blas_topk(
         scores[start : start + rows] = np.take_along_axis(part, order, axis=1)
         slots[start : start + rows] = np.take_along_axis(top, order, axis=1)
     return scores, slots
-
-
-class _TorchMirror:
-    """The index matrix on a torch device (the GPU), searched by `kernels.masked_topk` (Triton on CUDA);
-    rows are written in place like the host copy."""
-
-    def __init__(self, dim: int, device: str) -> None:
-        import torch
-
-        self._torch = torch
-        self._device = device
-        self._db = torch.zeros((0, dim), dtype=torch.float32, device=device)
-
-    def append(self, block: np.ndarray) -> None:
-        self._db = self._torch.cat([self._db, self._torch.from_numpy(block).to(self._device)])
-
-    def write(self, slot: int, vec: np.ndarray) -> None:
-        self._db[slot] = self._torch.from_numpy(np.array(vec, dtype=np.float32)).to(self._device)
-
-    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from kernels import masked_topk
-
-        torch = self._torch
-        mask = torch.from_numpy(allowed).to(self._device)
-        scores, idx = masked_topk(self._db, torch.from_numpy(queries).to(self._device), k, mask)
-        return scores.cpu().numpy(), idx.cpu().numpy()

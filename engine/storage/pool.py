@@ -73,7 +73,7 @@ class TenantPool:
             return t
 
     def _open(self, name: str) -> Tenant:
-        state = TenantMemory(name, self.dim, use_cuda=self.config.use_cuda)
+        state = TenantMemory(name, self.dim, self.config.use_cuda, self.config.index)
         storage = None
         if self.path is not None:
             storage = TenantStorage(self.path / "tenants", name, self.config, self.encoder_name)

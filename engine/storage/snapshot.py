@@ -4,6 +4,8 @@ Layout under a tenant folder:
     snap-<seq>/notes.parquet     one row per note, typed columns, `embedding` a fixed-size float32 list
     snap-<seq>/versions.parquet  prior versions (note as JSON, embedding, stage, cause, changed_at)
     snap-<seq>/lexical/          the tantivy index of those notes (slot = row), a derived index
+    snap-<seq>/index.faiss       the vector index at <seq> (engine/state/index_file.py: own CRC; a damaged
+                                 or stale one is rebuilt from the notes' vectors with a logged message)
     snap-<seq>/meta.json         schema version, seq, row counts, sha256 of each file, encoder and dim,
                                  sha256 of the derived files (`derived`), and `meta_sha256` of the rest
                                  (older snapshots lack it)
@@ -28,14 +30,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.errors import ConfigError, CorruptStore, StoreError
+from engine.errors import ConfigError, CorruptIndex, CorruptStore, StoreError
 from engine.model.changes import ChangeSet
 from engine.model.records import dumps, note_from_record, note_to_record
 from engine.state.lexical import LexicalIndex
 from engine.state.tenant_state import TenantMemory, lexical_text
+from engine.state.vector_index import VectorIndex
 from engine.storage.fsutil import atomic_write_bytes, fsync_dir, fsync_file
 
 SCHEMA_VERSION = 1
+INDEX_FILE = "index.faiss"
 log = logging.getLogger("amem")
 
 LEXICAL = "lexical"
@@ -83,6 +87,7 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
         "sha256": sums,
         "derived": {LEXICAL: derived},
     }
+    tm.index.save(tmp / INDEX_FILE, position=seq)
     meta["meta_sha256"] = _meta_digest(meta)
     atomic_write_bytes(tmp / "meta.json", json.dumps(meta, indent=1).encode())
     for name in files:
@@ -125,10 +130,28 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str) -> SnapshotInfo:
     rows = {"notes.parquet": notes.num_rows, "versions.parquet": versions.num_rows}
     if any(meta["rows"].get(name) != count for name, count in rows.items()):
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
+    _load_index(path / INDEX_FILE, tm, int(meta["seq"]), notes.num_rows)
+    # a loaded index keeps every note's slot
     tm.apply(_changes_from_tables(notes, tm.index.dim), index_text=False)
     tm.adopt_lexical(_read_lexical(path, meta, tm, notes.column("id").to_pylist()))
     tm.history.load(versions)
     return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta)
+
+
+def _load_index(path: Path, tm: TenantMemory, seq: int, notes: int) -> None:
+    """Reuse the persisted vector index (its HNSW graph costs minutes to rebuild at 1M notes) when it
+    matches this snapshot; otherwise the notes' vectors rebuild it as they are applied."""
+    if not path.exists():
+        return
+    try:
+        index = VectorIndex.load(path, seq, config=tm.index.config, use_cuda=tm.use_cuda)
+    except CorruptIndex as exc:
+        log.warning("%s; rebuilding the vector index from the snapshot's vectors", exc)
+        return
+    if len(index) != notes:
+        log.warning("%s: %d notes for %d in the snapshot; rebuilding the index", path, len(index), notes)
+        return
+    tm.index = index
 
 
 _META_FIELDS = {"schema_version": int, "seq": int, "encoder": str, "dim": int, "rows": dict, "sha256": dict}

@@ -133,7 +133,7 @@ class TenantStorage:
                 return read_snapshot(path, tm, self.encoder).seq
             except CorruptStore as exc:
                 self._problem(f"{exc}; falling back to an older snapshot")
-                tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda)  # type: ignore[misc]  # drop what was half-read
+                tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda, tm.index.config)  # type: ignore[misc]  # drop what was half-read
         return 0
 
     def _report_skipped(self, skipped: list[str]) -> None:

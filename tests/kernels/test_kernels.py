@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernels
-from kernels import masked_topk, segment_topk, tenant_topk
+from kernels import masked_topk
 from kernels.topk import pick_backend
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
@@ -118,40 +118,6 @@ def test_masked_topk_property(n, num_q, k, density, chunk_rows, seed):
         check_result(db, queries, k, np.tile(mask.numpy(), (num_q, 1)), scores, indices, padded=False)
 
 
-@pytest.mark.parametrize("backend", ["auto", "torch"])  # on CPU: per-tenant gather, fused scan
-@pytest.mark.parametrize(("k", "chunk_rows"), [(5, None), (40, 13), (1, 7)])
-def test_tenant_topk_matches_reference(k, chunk_rows, backend):
-    db, queries, gen = random_case(k, 250, 16, 12)
-    row_tenant = torch.randint(0, 9, (250,), generator=gen, dtype=torch.int32)
-    query_tenant = torch.randint(0, 10, (12,), generator=gen, dtype=torch.int32)  # tenant 9 has no rows
-    query_tenant[0] = 9
-    scores, indices = tenant_topk(
-        db, row_tenant, queries, query_tenant, k, backend=backend, chunk_rows=chunk_rows
-    )
-    allowed = row_tenant.numpy()[None, :] == query_tenant.numpy()[:, None]
-    check_result(db, queries, k, allowed, scores, indices, padded=True)
-    assert (indices[0] == -1).all()
-
-
-def test_tenant_topk_no_rows_anywhere():
-    db, queries, _ = random_case(3, 30, 4, 2)
-    scores, indices = tenant_topk(
-        db, torch.zeros(30, dtype=torch.int32), queries, torch.ones(2, dtype=torch.int32), 5
-    )
-    assert scores.shape == indices.shape == (2, 0)
-
-
-def test_segment_topk_matches_reference():
-    db, queries, _ = random_case(4, 100, 16, 5)
-    starts = torch.tensor([0, 10, 40, 40, 95])
-    ends = torch.tensor([10, 40, 40, 100, 100])  # third query has an empty segment
-    scores, indices = segment_topk(db, queries, 8, starts, ends)
-    allowed = np.zeros((5, 100), bool)
-    for i, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        allowed[i, lo:hi] = True
-    check_result(db, queries, 8, allowed, scores, indices, padded=True)
-
-
 def test_invalid_inputs_raise_value_error():
     db, queries, _ = random_case(5, 10, 4, 2)
     bad = [
@@ -161,8 +127,6 @@ def test_invalid_inputs_raise_value_error():
         lambda: masked_topk(db, queries, 2, torch.ones(10)),
         lambda: masked_topk(db.long(), queries, 2),
         lambda: masked_topk(db, queries, 2, backend="nope"),  # type: ignore[arg-type]
-        lambda: tenant_topk(db, torch.zeros(10), queries, torch.zeros(2, dtype=torch.int32), 2),
-        lambda: segment_topk(db, queries, 2, torch.tensor([0, 5]), torch.tensor([4, 11])),
     ]
     for call in bad:
         with pytest.raises(ValueError):
@@ -178,8 +142,6 @@ def test_public_names():
     assert set(kernels.__all__) == {
         "TRITON_MAX_K",
         "masked_topk",
-        "segment_topk",
-        "tenant_topk",
         "triton_available",
     }
 
@@ -207,11 +169,6 @@ def _interpreter_checks() -> None:
         scores, indices = masked_topk(db.half(), queries, k, None, backend="triton")
         full = np.ones((num_q, n), bool)
         check_result(db.half(), queries, k, full, scores, indices, padded=False, atol=2e-2)
-        row_tenant = torch.randint(0, 6, (n,), generator=gen, dtype=torch.int32)
-        query_tenant = torch.randint(0, 7, (num_q,), generator=gen, dtype=torch.int32)
-        scores, indices = tenant_topk(db, row_tenant, queries, query_tenant, k, backend="triton")
-        allowed = row_tenant.numpy()[None, :] == query_tenant.numpy()[:, None]
-        check_result(db, queries, k, allowed, scores, indices, padded=True)
     assert masked_topk(torch.zeros(3, 16), torch.zeros(0, 16), 2, backend="triton")[0].shape == (0, 2)
     print("triton interpreter ok")
 

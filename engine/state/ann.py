@@ -1,0 +1,108 @@
+"""The two FAISS stores behind VectorIndex, each holding one row per slot (node id == slot).
+
+- exact: IndexFlatIP; rows overwritten in place.
+- ann:   IndexHNSWFlat (inner product). New slots join the graph through `add`; a re-embedded note's
+         row is overwritten in place, keeping its edges: evolution moves a note a little, and the
+         graph still routes to it. Rows written far from where they were linked (a freed slot reused,
+         a large drift) are stale: searched exactly beside the graph (`merge`) until they pass a
+         share of it and the graph is rebuilt.
+
+HNSW over IVF by measurement (bench/index_tiers.py, docs/i11a.md): on WordLlama chat embeddings IVF
+needs a quarter to half of the lists probed for recall@10 >= 0.95, HNSW gets 0.97 at ef=128 in < 1 ms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import faiss
+import numpy as np
+
+from engine.config import IndexConfig
+
+EXACT = "exact"
+ANN = "ann"
+
+
+def new_store(kind: str, dim: int, config: IndexConfig) -> faiss.Index:
+    if kind == EXACT:
+        return faiss.IndexFlatIP(dim)
+    hnsw = faiss.IndexHNSWFlat(dim, config.ann_m, faiss.METRIC_INNER_PRODUCT)
+    hnsw.hnsw.efConstruction = config.ann_ef_construction
+    hnsw.hnsw.efSearch = config.ann_ef_search
+    return hnsw
+
+
+def kind_of(store: faiss.Index) -> str:
+    return ANN if isinstance(store, faiss.IndexHNSWFlat) else EXACT
+
+
+def rows_view(store: faiss.Index, dim: int) -> np.ndarray:
+    """A writable numpy view of the store's vectors (re-take it after every add: storage may move)."""
+    flat: Any = faiss.downcast_index(store.storage) if isinstance(store, faiss.IndexHNSW) else store
+    if flat.ntotal == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    return faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * dim).reshape(-1, dim)
+
+
+def rebuild(kind: str, rows: np.ndarray, config: IndexConfig) -> faiss.Index:
+    """A fresh store of `kind` holding `rows` at the same slots."""
+    store = new_store(kind, rows.shape[1], config)
+    if len(rows):
+        store.add(np.ascontiguousarray(rows, dtype=np.float32))
+    return store
+
+
+def selector(allowed: np.ndarray) -> tuple[faiss.IDSelector, np.ndarray]:
+    """An ID selector over slots; the bitmap is returned too because FAISS does not own it."""
+    bitmap = np.packbits(allowed, bitorder="little")
+    return faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap)), bitmap
+
+
+def search_ann(
+    store: faiss.Index, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int, ef: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """HNSW search filtered inside FAISS. A mask allowing a share f of the nodes widens the beam to
+    ef / f (capped), which keeps recall where a fixed beam would run out of allowed candidates."""
+    if n_allowed == len(allowed):
+        params = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
+            efSearch=max(ef, k)
+        )
+        return store.search(queries, k, params=params)
+    share = n_allowed / max(1, len(allowed))
+    sel, bitmap = selector(allowed)
+    beam = int(min(max(ef, k) / max(share, 1e-3), _MAX_BEAM))
+    params = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
+        sel=sel, efSearch=max(beam, k)
+    )
+    out = store.search(queries, k, params=params)
+    del bitmap  # kept alive until the search returned
+    return out
+
+
+_MAX_BEAM = 2048
+
+
+def exact_rows(
+    store: faiss.Index, queries: np.ndarray, k: int, allowed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k over just the allowed rows: a scan of the store's flat rows behind an ID selector,
+    which computes a dot product only for allowed rows (no gather, no BLAS thread start-up)."""
+    flat = faiss.downcast_index(store.storage) if isinstance(store, faiss.IndexHNSW) else store
+    sel, bitmap = selector(allowed)
+    out = flat.search(queries, k, params=faiss.SearchParameters(sel=sel))  # type: ignore[call-arg]
+    del bitmap  # alive until FAISS returned
+    return out
+
+
+def merge(
+    graph: tuple[np.ndarray, np.ndarray], exact: tuple[np.ndarray, np.ndarray], stale: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k of the graph's hits and an exact search over the stale rows (which the exact half owns)."""
+    g_scores, g_slots = graph
+    g_scores = np.where((g_slots >= 0) & ~stale[np.maximum(g_slots, 0)], g_scores, -np.inf)
+    scores = np.concatenate([g_scores, exact[0]], axis=1)
+    slots = np.concatenate([g_slots, exact[1]], axis=1)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    scores, slots = np.take_along_axis(scores, order, axis=1), np.take_along_axis(slots, order, axis=1)
+    return scores, np.where(np.isfinite(scores), slots, -1)

@@ -1,0 +1,58 @@
+"""The index rows mirrored on a torch device (the GPU), written in place like the host copy, searched
+exactly: FAISS GPU brute force (`faiss.knn_gpu`, reading the torch tensor where it lies) when the
+faiss build has GPU support, else `kernels.masked_topk` (Triton on CUDA, torch elsewhere).
+
+Exact search on the GPU stays fast far past the CPU's ANN threshold (1M x 256 is one GEMV), and keeps
+in-place row writes, which FAISS GPU IVF/CAGRA indexes do not offer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import faiss
+import numpy as np
+
+
+def faiss_gpu_available() -> bool:
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+class TorchMirror:
+    def __init__(self, dim: int, device: str) -> None:
+        import torch
+
+        self._torch = torch
+        self._device = device
+        self._db = torch.zeros((0, dim), dtype=torch.float32, device=device)
+        self._res: Any = None
+        if device.startswith("cuda") and faiss_gpu_available():
+            import faiss.contrib.torch_utils  # noqa: F401  # lets faiss.knn_gpu read torch tensors
+
+            self._res = faiss.StandardGpuResources()
+
+    @property
+    def backend(self) -> str:
+        return "faiss-gpu" if self._res is not None else "kernels"
+
+    def append(self, block: np.ndarray) -> None:
+        self._db = self._torch.cat([self._db, self._torch.from_numpy(block).to(self._device)])
+
+    def write(self, slot: int, vec: np.ndarray) -> None:
+        self._db[slot] = self._torch.from_numpy(np.array(vec, dtype=np.float32)).to(self._device)
+
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        torch = self._torch
+        q = torch.from_numpy(queries).to(self._device)
+        mask = torch.from_numpy(allowed).to(self._device)
+        if self._res is None:
+            from kernels import masked_topk
+
+            scores, idx = masked_topk(self._db, q, k, mask)
+            return scores.cpu().numpy(), idx.cpu().numpy()
+        rows = torch.nonzero(mask).squeeze(1)
+        db = self._db if len(rows) == len(self._db) else self._db.index_select(0, rows)
+        scores, idx = faiss.knn_gpu(self._res, q, db, k, metric=faiss.METRIC_INNER_PRODUCT)
+        if db is not self._db:
+            idx = rows[idx]
+        return scores.cpu().numpy(), idx.cpu().numpy()

@@ -1,0 +1,138 @@
+"""The ANN tier against exact search, tier switch-over, masks inside FAISS, and the index file."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.config import IndexConfig
+from engine.errors import CorruptIndex
+from engine.state.vector_index import VectorIndex
+
+DIM = 32
+SMALL = IndexConfig(ann_min_notes=100, ann_exact_max=10)
+
+
+def _clustered(seed: int, n: int, clusters: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, DIM))
+    v = centres[rng.integers(0, clusters, n)] + 0.3 * rng.standard_normal((n, DIM))
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _filled(vectors: np.ndarray, config: IndexConfig = SMALL) -> VectorIndex:
+    ix = VectorIndex(DIM, config=config)
+    ix.upsert([f"n{i}" for i in range(len(vectors))], vectors)
+    return ix
+
+
+def _recall(ix: VectorIndex, db: np.ndarray, queries: np.ndarray, allowed: np.ndarray) -> float:
+    found = 0
+    for q, hits in zip(queries, ix.search(queries[:, None, :][:, 0], 10, allowed), strict=True):
+        scores = np.where(allowed, db @ q, -np.inf)
+        tenth = np.sort(scores)[-10]
+        found += sum(c >= tenth - 1e-5 for _, c in hits)
+    return found / (10 * len(queries))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(150, 600), clusters=st.integers(1, 12))
+def test_ann_tier_recall_matches_exact(seed: int, n: int, clusters: int) -> None:
+    db = _clustered(seed, n, clusters)
+    queries = _clustered(seed + 1, 20, clusters)
+    ix = _filled(db)
+    assert ix.tier == "ann"
+    everything = np.ones(n, dtype=bool)
+    assert _recall(ix, db, queries, everything) >= 0.95
+    half = np.random.default_rng(seed).random(n) < 0.5
+    assert _recall(ix, db, queries, half) >= 0.95
+
+
+def test_switch_over_keeps_slots_ids_and_results() -> None:
+    db = _clustered(1, 160, 6)
+    ix = VectorIndex(DIM, config=SMALL)
+    slots = ix.upsert([f"n{i}" for i in range(99)], db[:99])
+    before = ix.search(db[:5], 10)
+    assert ix.tier == "exact"
+    slots += ix.upsert([f"n{i}" for i in range(99, 160)], db[99:])
+    assert ix.tier == "ann"
+    assert slots == list(range(160))
+    assert ix.ids == [f"n{i}" for i in range(160)]
+    np.testing.assert_array_equal(ix.vector("n7"), db[7])
+    after = ix.search(db[:5], 10, np.arange(160) < 99)  # the same candidate set as before
+    assert [[s for s, _ in h] for h in after] == [[s for s, _ in h] for h in before]
+    ix.remove([f"n{i}" for i in range(120)])  # below half the threshold: back to exact
+    assert ix.tier == "exact"
+    assert [s for s, _ in ix.search(db[150:151], 1)[0]] == [150]
+
+
+@pytest.mark.parametrize("share", [0.5, 0.05])
+def test_mask_gives_only_allowed_slots(share: float) -> None:
+    db = _clustered(2, 400, 8)
+    ix = _filled(db, IndexConfig(ann_min_notes=100, ann_exact_max=10))
+    allowed = np.random.default_rng(3).random(400) < share
+    for hits in ix.search(db[:20], 10, allowed):
+        assert hits and all(allowed[s] for s, _ in hits)
+    assert _recall(ix, db, db[:20], allowed) >= 0.95
+
+
+def test_selective_mask_is_searched_exactly() -> None:
+    db = _clustered(4, 300, 5)
+    ix = _filled(db, IndexConfig(ann_min_notes=100, ann_exact_max=50))
+    allowed = np.zeros(300, dtype=bool)
+    allowed[::10] = True  # 30 allowed <= ann_exact_max
+    for q, hits in zip(db[:10], ix.search(db[:10], 5, allowed), strict=True):
+        expected = np.flatnonzero(allowed)[np.argsort(-(db[allowed] @ q))[:5]]
+        assert [s for s, _ in hits] == list(expected)
+
+
+def test_reembed_in_ann_tier_overwrites_in_place() -> None:
+    db = _clustered(5, 300, 6)
+    ix = _filled(db)
+    fresh = _clustered(6, 300, 6)
+    assert ix.upsert(["n3", "n4"], fresh[:2]) == [3, 4]  # far moves: rows in place, graph stale
+    assert ix.num_slots == 300
+    assert [s for s, _ in ix.search(fresh[:1], 1)[0]] == [3]
+    np.testing.assert_array_equal(ix.vector("n4"), fresh[1])
+    ix.upsert([f"n{i}" for i in range(300)], fresh)  # every row moved: the graph is rebuilt
+    assert ix.tier == "ann" and not ix._stale
+    assert _recall(ix, fresh, fresh[:20], np.ones(300, dtype=bool)) >= 0.95
+
+
+def test_removed_slot_is_reused_and_hidden_in_ann_tier() -> None:
+    db = _clustered(7, 200, 4)
+    ix = _filled(db)
+    ix.remove(["n10"])
+    assert all(s != 10 for s, _ in ix.search(db[10:11], 20)[0])
+    assert ix.upsert(["new"], db[10:11]) == [10]
+    assert ix.search(db[10:11], 1)[0][0][0] == 10
+
+
+@pytest.mark.parametrize("threshold", [1000, 100])
+def test_save_load_round_trip(tmp_path: Path, threshold: int) -> None:
+    db = _clustered(8, 250, 5)
+    ix = _filled(db, IndexConfig(ann_min_notes=threshold))
+    ix.remove(["n5"])
+    ix.save(tmp_path / "index.faiss", position=42)
+    back = VectorIndex.load(tmp_path / "index.faiss", 42, config=ix.config)
+    assert back.tier == ix.tier and back.ids == ix.ids and back.slot_of == ix.slot_of
+    assert back.upsert(["again"], db[5:6]) == [5]
+    ix.upsert(["again"], db[5:6])
+    assert back.search(db[:10], 10) == ix.search(db[:10], 10)
+
+
+def test_load_rejects_damaged_or_stale_files(tmp_path: Path) -> None:
+    path = tmp_path / "index.faiss"
+    _filled(_clustered(9, 150, 3)).save(path, position=7)
+    with pytest.raises(CorruptIndex, match="position 7, expected 8"):
+        VectorIndex.load(path, 8)
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptIndex, match="checksum"):
+        VectorIndex.load(path, 7)
+    path.write_bytes(bytes(data[: len(data) // 2]))
+    with pytest.raises(CorruptIndex, match=str(path)):
+        VectorIndex.load(path, 7)

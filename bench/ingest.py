@@ -15,6 +15,7 @@ from tqdm import tqdm
 from bench.common import table, write_json
 from bench.synthetic import chat
 from engine import Config, Memory
+from engine.state.vector_index import VectorIndex
 
 
 def ingest_rate(n: int, batch_size: int) -> tuple[Memory, dict[str, float]]:
@@ -39,15 +40,16 @@ def ingest_rate(n: int, batch_size: int) -> tuple[Memory, dict[str, float]]:
 
 def reembed_vs_rebuild(mem: Memory, repeats: int = 20) -> dict[str, float]:
     """One evolved note re-encoded and overwritten in place, vs re-encoding and rebuilding everything."""
-    state = mem._tenants["bench"].state
-    notes = list(state.notes.values())
+    notes = mem.notes("bench")
+    vectors = np.stack([mem.vector(n.id, "bench") for n in notes])
+    index = VectorIndex(vectors.shape[1], config=mem.config.index)  # the tenant's index, rebuilt here
+    index.upsert([n.id for n in notes], vectors)
     note = notes[len(notes) // 2]
     text = note.embedding_text(mem.config.write.max_content_chars)
     started = time.perf_counter()
     for _ in range(repeats):
-        state.index.upsert([note.id], mem.encoder.encode_batch([text]))
+        index.upsert([note.id], mem.encoder.encode_batch([text]))
     in_place = (time.perf_counter() - started) / repeats
-    vectors = np.stack([state.vector(n.id) for n in notes])
     started = time.perf_counter()
     rebuilt = faiss.IndexFlatIP(vectors.shape[1])
     rebuilt.add(vectors)

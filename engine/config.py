@@ -218,6 +218,7 @@ class ServiceConfig:
             raise ConfigError("max_request_bytes >= 1, max_waiting >= 0 and request_timeout_s > 0 required")
 
 
+@dataclass(slots=True, frozen=True)
 class IndexConfig:
     """The vector index tiers (state/vector_index.py); numbers from bench/index_tiers.py, see docs/i11a.md."""
 

@@ -10,6 +10,7 @@ AmemError
 │   ├── StoreLocked       another writer holds the store
 │   ├── ReadOnlyStore     write on a read-only store
 │   └── CorruptStore      checksum / framing mismatch in snapshot or log
+│       └── CorruptIndex  a persisted vector index is damaged or stale (rebuilt from the snapshot)
 └── LLMError              LLM backend failure
     ├── LLMRetryable      429 / 5xx / connection: retried with backoff
     │   └── LLMTimeout    no answer in time: not retried (the server still works the abandoned request)

@@ -18,7 +18,9 @@ def test_exported_names_are_pinned() -> None:
         *("EncoderKind", "AnnotatorKind", "Device", "Stage", "AnnotatedBy", "VersionCause"),
         *("Note", "Link", "NoteVersion", "Hit", "Interaction", "TimeLike"),
         *("AmemError", "ConfigError", "InputError", "TenantError", "NotFound", "StoreError", "StoreLocked"),
-        *("ReadOnlyStore", "CorruptStore", "LLMError", "LLMRetryable", "LLMBadOutput"),
+        *("ReadOnlyStore", "CorruptStore", "CorruptIndex", "TooLarge"),
+        *("LLMError", "LLMRetryable", "LLMTimeout", "LLMFormatRejected", "LLMBadOutput", "LLMTruncated"),
+        "LLMRejected",
     }
     assert all(hasattr(engine, name) for name in engine.__all__)
 

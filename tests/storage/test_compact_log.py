@@ -42,7 +42,7 @@ def _state(mem: Memory) -> dict[str, object]:
     notes = {n.id: n for n in mem.notes()}
     return {
         "notes": notes,
-        "vectors": {i: mem._tenants["default"].state.vector(i).tolist() for i in notes},
+        "vectors": {i: mem.vector(i).tolist() for i in notes},
         "history": {
             i: [(v.version, v.stage, v.note, _vec(v.embedding)) for v in mem.history(i)] for i in notes
         },

@@ -6,7 +6,7 @@ Each conversation is one tenant, one note per turn (dia_id kept in metadata). Fo
 recall@k = |evidence ∩ top-k dia_ids| / |evidence|, averaged per category. `--split` reports the tuned
 conversations (SPLIT["tuned"], the only ones levers were designed on) and the held-out ones apart.
 `--variants` ingests once and runs every recall lever of VARIANTS on the same notes (the table in
-docs/i14.md); the chosen defaults are RecallConfig's.
+docs/recall.md); the chosen defaults are RecallConfig's.
 """
 
 from __future__ import annotations

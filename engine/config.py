@@ -153,7 +153,7 @@ class RecallConfig:
     """Largest query (UTF-8 bytes) accepted; larger is refused (HTTP 413) before it reaches the encoder."""
     max_query_chars: int = 2000
     """A query past this is clipped for the encoder and BM25, so a search costs the same at any length."""
-    # Query-side levers (engine.recall: fusion, boosts, rounds); defaults from docs/i14.md's table.
+    # Query-side levers (engine.recall: fusion, boosts, rounds); defaults from docs/recall.md's table.
     fusion: str = "minmax"
     """How dense and lexical scores combine: "minmax", "rrf" or "zscore" (engine.recall.fusion)."""
     strip_names: bool = False
@@ -220,7 +220,7 @@ class ServiceConfig:
 
 @dataclass(slots=True, frozen=True)
 class IndexConfig:
-    """The vector index tiers (state/vector_index.py); numbers from bench/index_tiers.py, see docs/i11a.md."""
+    """The vector index tiers (state/vector_index.py); numbers from bench/index_tiers.py, see docs/index-tiers.md."""
 
     ann_min_notes: int = 20_000
     """Notes at which a tenant's exact flat index becomes an HNSW graph (back to flat below half of it)."""

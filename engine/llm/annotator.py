@@ -17,6 +17,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+import engine.llm.answers as answers
+import engine.llm.prompts as prompts
 from engine.annotate.protocol import Annotator
 from engine.annotate.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
 from engine.config import Config
@@ -30,7 +32,6 @@ from engine.errors import (
     LLMTimeout,
     LLMTruncated,
 )
-from engine.llm import answers, prompts
 from engine.llm.prompts import Prompt
 from engine.model.note import Interaction
 
@@ -110,10 +111,10 @@ class LLMAnnotator:
                 raw, requests[asked[j]].neighbours, max_keywords=kw, max_tags=tags
             ),
         )
-        answers = self._settle("evolve", requests, asked, results, self._fallback.evolve)
+        updates = self._settle("evolve", requests, asked, results, self._fallback.evolve)
         # One decision for both backends: the embedded guards veto an LLM supersession without a shared attribute.
         vet = getattr(self._fallback, "vet_supersessions", None)
-        return vet(requests, answers) if vet is not None else answers
+        return vet(requests, updates) if vet is not None else updates
 
     def close(self) -> None:
         self._backend.close()

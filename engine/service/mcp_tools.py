@@ -29,9 +29,9 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+import engine.service.mcp_schemas as out
 from engine.errors import InputError, LLMError, NotFound, StoreError, StoreLocked
 from engine.model.note import Hit, Interaction, Note, NoteVersion
-from engine.service import mcp_schemas as out
 from engine.service.mcp_schemas import MAX_ITEMS, MemoryItem, TimeIn
 from engine.write.validate import to_interaction
 

@@ -7,7 +7,7 @@
          a large drift) are stale: searched exactly beside the graph (`merge`) until they pass a
          share of it and the graph is rebuilt.
 
-HNSW over IVF by measurement (bench/index_tiers.py, docs/i11a.md): on WordLlama chat embeddings IVF
+HNSW over IVF by measurement (bench/index_tiers.py, docs/index-tiers.md): on WordLlama chat embeddings IVF
 needs a quarter to half of the lists probed for recall@10 >= 0.95, HNSW gets 0.97 at ef=128 in < 1 ms.
 """
 

@@ -14,7 +14,7 @@ import httpx
 from engine import Config, Memory
 from engine.model.note import Hit
 from engine.service import create_app
-from tests.service.test_limits import _serve
+from tests.service.live import serve
 
 WORKERS = os.cpu_count() or 1  # the read pool's width
 
@@ -37,7 +37,7 @@ class Gated(Memory):
 def _app(tmp: Any, **service: Any) -> Iterator[tuple[str, Gated]]:
     mem = Gated(Config.of(**service))
     mem.add("Maya adopted a cat named Miso.")
-    for url in _serve(create_app(tmp, None, memory=mem)):
+    for url in serve(create_app(tmp, None, memory=mem)):
         yield url, mem
     mem.close()
 

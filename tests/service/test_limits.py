@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from engine import Memory
 from engine.config import Config
 from engine.errors import TooLarge
 from engine.service import create_app
-from tests.service.test_service import _free_socket, _wait_healthy
+from tests.service.live import serve
 
 BIG = 10_000_000
 ALICE = "alice-key-0123456789"
-
-
-def _serve(app: object) -> Iterator[str]:
-    sock = _free_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))  # type: ignore[arg-type]
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    _wait_healthy(url)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +24,7 @@ def open_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """No keys file: the tenant comes from X-Amem-Tenant."""
     mem = Memory(config=Config.of(max_request_bytes=12_000_000))
     mem.add("Maya adopted a cat named Miso.", tenant="t1")
-    yield from _serve(create_app(tmp_path_factory.mktemp("s"), None, memory=mem))
+    yield from serve(create_app(tmp_path_factory.mktemp("s"), None, memory=mem))
     mem.close()
 
 
@@ -110,7 +95,7 @@ def test_keys_file_trouble_fails_closed_without_paths(tmp_path: Path) -> None:
     keys.parent.mkdir()
     keys.write_text(json.dumps({"admin_key": "admin-key-0123456789", "keys": {ALICE: "alice"}}))
     mem = Memory()
-    for url in _serve(create_app(tmp_path / "s", keys, memory=mem)):
+    for url in serve(create_app(tmp_path / "s", keys, memory=mem)):
         auth = {"Authorization": f"Bearer {ALICE}"}
         assert httpx.post(f"{url}/v1/search", json={"query": "x"}, headers=auth).status_code == 200
         for damage in ("{not json", json.dumps({"keys": {ALICE: "../bad tenant"}}), None):

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,52 +12,20 @@ import anyio
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from engine.service import create_app
+from tests.service.live import serve
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
-
-
-def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
-def _wait_healthy(url: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not become healthy")
 
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     keys = tmp_path_factory.mktemp("keys") / "keys.json"
     keys.write_text(json.dumps({"admin_key": "admin-key-0123456789", "keys": {ALICE: "alice", BOB: "bob"}}))
-    yield from _serve(create_app(tmp_path_factory.mktemp("store"), keys))
-
-
-def _serve(app: Any) -> Iterator[str]:
-    sock = _free_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    _wait_healthy(url)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    yield from serve(create_app(tmp_path_factory.mktemp("store"), keys))
 
 
 @asynccontextmanager
@@ -149,7 +114,7 @@ def test_http_mcp_without_a_valid_key_is_401(base_url: str, headers: dict[str, s
 def test_http_without_keys_takes_the_tenant_header_on_loopback_only(tmp_path: Path) -> None:
     """No keys file (local development): X-Amem-Tenant picks the tenant, and the DNS-rebinding guard
     turns away a request whose Host is not loopback (what a rebinding web page would send)."""
-    served = _serve(create_app(tmp_path / "store", None))
+    served = serve(create_app(tmp_path / "store", None))
     url = next(served)
 
     async def scenario() -> None:

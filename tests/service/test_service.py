@@ -4,30 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from engine.errors import ConfigError
 from engine.service import create_app, serve
+from tests.service import live
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN, ALICE, BOB = "admin-key-0123456789", "alice-key-0123456789", "bob-key-0123456789ab"
-
-
-def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
 
 
 @pytest.fixture(scope="module")
@@ -39,29 +29,7 @@ def keys_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory, keys_file: Path) -> Iterator[str]:
-    store = tmp_path_factory.mktemp("store")
-    sock = _free_socket()
-    server = uvicorn.Server(uvicorn.Config(create_app(store, keys_file), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    _wait_healthy(url)
-    yield url
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
-
-
-def _wait_healthy(url: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not become healthy")
+    yield from live.serve(create_app(tmp_path_factory.mktemp("store"), keys_file))
 
 
 def client(url: str, key: str | None) -> httpx.Client:
@@ -189,7 +157,7 @@ def test_no_keys_file_only_on_loopback(tmp_path: Path) -> None:
 
 
 def test_amem_serve_subprocess(tmp_path: Path, keys_file: Path) -> None:
-    sock = _free_socket()
+    sock = live.free_socket()
     port = sock.getsockname()[1]
     sock.close()  # the child binds it; a race with another process taking the port is harmless here
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -207,7 +175,7 @@ def test_amem_serve_subprocess(tmp_path: Path, keys_file: Path) -> None:
     ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        _wait_healthy(f"http://127.0.0.1:{port}")
+        live.wait_healthy(f"http://127.0.0.1:{port}")
         with client(f"http://127.0.0.1:{port}", BOB) as c:
             [note] = add(c, "Leo builds walnut furniture in his workshop.")
             assert c.post("/v1/search", json={"query": "furniture"}).json()["hits"][0]["note"]["id"] == note

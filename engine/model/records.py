@@ -88,7 +88,7 @@ def version_from_record(rec: dict[str, Any]) -> NoteVersion:
         stage=rec["stage"],
         cause=rec.get("cause"),
         changed_at=from_epoch(rec["changed_at"]),  # type: ignore[arg-type]
-        reason=rec.get("reason", ""),
+        reason=rec.get("reason") or "",
     )
 
 

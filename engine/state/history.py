@@ -27,6 +27,7 @@ SCHEMA = pa.schema(
         ("stage", pa.string()),
         ("cause", pa.string()),
         ("changed_at", pa.float64()),
+        ("reason", pa.string()),
     ]
 )
 
@@ -45,7 +46,9 @@ class History:
 
     def load(self, table: pa.Table) -> None:
         """Take the versions of a snapshot (before any live version exists)."""
-        self._stored, self._rows = table.cast(SCHEMA), None
+        if "reason" not in table.column_names:  # snapshots written before reasons were kept
+            table = table.append_column("reason", pa.nulls(table.num_rows, pa.string()))
+        self._stored, self._rows = table.select(SCHEMA.names).cast(SCHEMA), None
 
     def append(self, version: NoteVersion) -> None:
         self._live[version.note_id].append(version)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.service.test_service import _free_socket, _wait_healthy
+from tests.service.live import free_socket, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample_chat.jsonl"
@@ -23,7 +23,7 @@ def _amem(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 
 def _port() -> int:
-    sock = _free_socket()
+    sock = free_socket()
     port = int(sock.getsockname()[1])
     sock.close()
     return port
@@ -37,7 +37,7 @@ def test_second_writer_refuses_to_start_naming_the_holder(tmp_path: Path) -> Non
     cmd = [sys.executable, "-m", "engine.cli", "serve", "--store", str(store), "--port", str(port)]
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        _wait_healthy(f"http://127.0.0.1:{port}")
+        wait_healthy(f"http://127.0.0.1:{port}")
         for second in (
             ("serve", "--store", str(store), "--port", str(_port())),
             ("ingest", str(SAMPLE), "--store", str(store), "--tenant", "other"),

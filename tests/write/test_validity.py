@@ -137,6 +137,15 @@ def test_versions_and_validity_persist(store, encoder) -> None:
         assert [v.stage for v in mem.history(nid, "t")] == ["update", "invalidate"]
 
 
+def test_a_supersession_reason_survives_the_snapshot(store, encoder) -> None:
+    with Memory(store, Config(), encoder=encoder) as mem:
+        old = mem.add("I live in New York.", tenant="t", timestamp="2023-02-01T09:00:00Z", speaker="Alice")
+        mem.add("I moved to Seattle last month.", tenant="t", timestamp="2023-06-01", speaker="Alice")
+        [retired] = [v for v in mem.history(old, "t") if v.reason.startswith("superseded")]
+    with Memory(store, Config(), encoder=encoder) as mem:  # versions now come from the snapshot
+        assert [v.reason for v in mem.history(old, "t") if v.reason] == [retired.reason]
+
+
 def test_history_spans_snapshot_and_new_versions(store, encoder) -> None:
     with Memory(store, Config(), encoder=encoder) as mem:
         keep = mem.add("The garden needs watering on Mondays.", tenant="t", timestamp="2024-01-01T00:00:00Z")

@@ -132,16 +132,6 @@ def pick_backend(backend: Backend, db: torch.Tensor, k: int) -> Literal["torch",
     return "triton" if db.is_cuda and triton_available() and k <= TRITON_MAX_K else "torch"
 
 
-def pad_invalid(scores: torch.Tensor, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mark -inf entries with index -1 and drop columns that no query fills.
-
-    Rows are sorted descending, so the valid entries of each row form a prefix."""
-    valid = scores > float("-inf")
-    width = int(valid.sum(dim=1).max().item()) if scores.shape[0] else 0
-    indices = indices.masked_fill(~valid, -1)
-    return scores[:, :width].contiguous(), indices[:, :width].contiguous()
-
-
 def empty_result(num_queries: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return (
         torch.empty((num_queries, 0), dtype=torch.float32, device=device),

@@ -6,7 +6,6 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
@@ -17,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from engine.service import create_app
 from tests.service.live import serve
+from tests.service.mcp_calls import call, error
 
 ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789ab"
 
@@ -39,18 +39,6 @@ async def session(url: str, key: str = "", **headers: str) -> AsyncIterator[Clie
     ):
         await s.initialize()
         yield s
-
-
-async def call(s: ClientSession, tool: str, **args: Any) -> Any:
-    result = await s.call_tool(tool, args)
-    assert not result.is_error, result.content
-    return result.structured_content
-
-
-async def error(s: ClientSession, tool: str, **args: Any) -> str:
-    result = await s.call_tool(tool, args)
-    assert result.is_error, result.structured_content
-    return str(result.content[0].text)  # type: ignore[union-attr]
 
 
 def test_http_tools_add_search_as_of_history_delete(base_url: str) -> None:

@@ -8,12 +8,12 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from engine import Config, Memory
+from tests.service.mcp_calls import call, error
 
 ROOT = Path(__file__).resolve().parents[2]
 AMEM = Path(sys.executable).parent / "amem"
@@ -44,18 +44,6 @@ async def amem_mcp(store: Path, tenant: str = "maya") -> AsyncIterator[ClientSes
         ):
             await session.initialize()
             yield session
-
-
-async def call(session: ClientSession, tool: str, **args: Any) -> Any:
-    result = await session.call_tool(tool, args)
-    assert not result.is_error, result.content
-    return result.structured_content
-
-
-async def error(session: ClientSession, tool: str, **args: Any) -> str:
-    result = await session.call_tool(tool, args)
-    assert result.is_error, result.structured_content
-    return str(result.content[0].text)  # type: ignore[union-attr]
 
 
 def test_stdio_tools_add_search_as_of_history_delete(tmp_path: Path) -> None:

@@ -213,7 +213,7 @@ def _value_pattern(value: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", re.I)
 
 
-def _value_replaced(old_values: set[str], new_values: set[str]) -> bool:
+def _value_replaced(old_values: frozenset[str], new_values: frozenset[str]) -> bool:
     """A number gave way to a number, or a name to a name: the same slot with another filler."""
     old_num, new_num = {v for v in old_values if v[:1].isdigit()}, {v for v in new_values if v[:1].isdigit()}
     if old_num - new_num and new_num - old_num:

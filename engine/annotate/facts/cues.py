@@ -28,7 +28,9 @@ __all__ = [
     "first_match",
     "is_question",
     "masked",
+    "renewed",
     "normalise",
+    "party_names",
     "third_party",
     "values",
 ]
@@ -224,7 +226,29 @@ def normalise(text: str) -> str:
 
 
 _STAGE = re.compile(r"\[[^\]]*\]")
-_VOCATIVE = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!?.,])|\b(?:Hey|Hi|Hello)\s+[A-Z][a-z]+\b")
+_VOCATIVE = re.compile(
+    r",\s*(?!(?:Dr|Mr|Mrs|Ms|Prof|St)\b)[A-Z][a-z]+(?=\s*[!?.,])|\b(?:Hey|Hi|Hello)\s+[A-Z][a-z]+\b"
+)  # ', Dr. Alvarez' is a title, not 'Thanks, John!'
+_PARTY_NAME = re.compile(rf"\b(?:my|our)\s+(?:\w+\s+)?(?:{_RELATIONS})\s+(?P<name>(?-i:[A-Z])[a-z]+)", re.I)
+_RENEWED = re.compile(r"\b(?:a|my|our)\s+new\s+(?P<word>[a-z]+)", re.I)
+"""'a new dentist', 'my new number' (not 'new worlds', 'some new book recommendations')."""
+
+
+@functools.lru_cache(maxsize=CACHE)
+def party_names(text: str) -> frozenset[str]:
+    """Names given to a related party ('my boyfriend Marco' -> 'marco'): a later 'Marco and I' is that party."""
+    return frozenset(m.group("name").lower() for m in _PARTY_NAME.finditer(text))
+
+
+def renewed(old_text: str, new_text: str) -> str | None:
+    """'a new dentist', 'my new number': an attribute word of the old statement replaced by a new one (and
+    not already 'new' there: the same phrase twice is no change)."""
+    stems, old_lower = content_stems(old_text), old_text.lower()
+    for m in _RENEWED.finditer(new_text):
+        phrase = m.group(0).lower()
+        if _stem(m.group("word").lower()) in stems and phrase not in old_lower:
+            return phrase
+    return None
 
 
 @functools.lru_cache(maxsize=4 * CACHE)

@@ -6,7 +6,8 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
 1. Guards, each a reason to keep the old fact: the same statement; a question (new or old); an old
    statement that narrates a past event; a new one that is a negated past ("never did quit", "almost sold"),
    hypothetical ("if I got the job I'd move", "someday"), additive ("also", "too", "another", "on top of"),
-   continuity ("still"), or about a third party ("my brother moved") the old statement was not about.
+   continuity ("still"), or about a third party ("my brother moved") the old statement was not about (a
+   party named there counts: 'my boyfriend Marco' / 'Marco and I broke up').
 2. The attribute-frame lexicon (engine.annotate.facts.rules), when it reads both facts: a changed value
    supersedes (it resolves subjects itself: 'the meeting' is anyone's to move); the same value, or amounts
    of two different things, is kept. Otherwise another speaker's statement is kept.
@@ -14,7 +15,8 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
    head noun or verb with the masked statements (numbers and names -> placeholders) at least moderately
    close in embedding space (`similarity`, computed by the caller from `masked()` texts); the old value
    named again next to a change cue; a name or number replaced in close statements; or very close wording.
-4. A change: an ending cue naming the old thing ("sold the Outback", "no longer", "quit"), or, unless every
+4. A change: an ending cue naming the old thing ("sold the Outback", "no longer", "quit"); the old
+   statement's attribute word renewed ("a new dentist"); or, unless every
    old value is said again (a restatement), a change cue ("now", "these days", "since the reorg",
    "switched", "instead") or a value replaced (an old name or number gone, a new one in its place).
 
@@ -108,7 +110,7 @@ def decide(old: Statement, new: Statement, similarity: Similarity = None) -> Dec
     attribute = _same_attribute(old_text, new_text, sim)
     if attribute is None:
         return Decision.keep("no shared attribute")
-    change = _change(old_text, new_text, -1.0 if sim is None else sim)
+    change = _change(old_text, new_text)
     if change is None:
         return Decision.keep(f"same attribute '{attribute}', no change signal")
     return Decision(True, f"superseded: same attribute '{attribute}', {change}", attribute=attribute)
@@ -145,7 +147,7 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
     party, old_party = cues.third_party(new_text), cues.third_party(old_text)
     if party is not None and party not in old_text.lower():
         return Decision.keep(f"third person '{party}'")
-    if old_party is not None and old_party not in new_text.lower():
+    if old_party is not None and old_party not in new_text.lower() and not _names_party(old_text, new_text):
         return Decision.keep(f"old statement about '{old_party}'")
     return None
 
@@ -162,6 +164,11 @@ def _guard_cue(new_text: str) -> str | None:
         if cue := cues.first_match(pattern, new_text):
             return f"{name} cue '{cue}'"
     return None
+
+
+def _names_party(old_text: str, new_text: str) -> bool:
+    """The new statement names the party the old one was about ('my boyfriend Marco' / 'Marco and I')."""
+    return any(_says(new_text, name) for name in cues.party_names(old_text))
 
 
 def _resolve(similarity: Similarity) -> float | None:
@@ -235,7 +242,7 @@ def masked_parts(new_text: str) -> tuple[str, ...]:
     return tuple(masked(p) for p in dict.fromkeys(parts))
 
 
-def _change(old_text: str, new_text: str, similarity: float) -> str | None:
+def _change(old_text: str, new_text: str) -> str | None:
     old_values, new_values = cues.values(old_text), cues.values(new_text)
     kept = {v for v in old_values if _says(new_text, v)}
     new_text = masked(new_text)  # a cue inside a name ('New York') is no cue
@@ -243,6 +250,8 @@ def _change(old_text: str, new_text: str, similarity: float) -> str | None:
     if ending:  # 'not in Paris anymore' ends Paris, not New York
         names_old = kept or not old_values or not new_values or _ends_old_thing(old_text, new_text, ending)
         return f"ending cue '{ending}'" if names_old else None
+    if cue := cues.renewed(old_text, new_text):
+        return f"attribute renewed '{cue}'"
     if old_values and kept == old_values:
         return None  # every value of the old statement is said again: a restatement
     if cue := cues.first_match(cues.CHANGE, new_text):

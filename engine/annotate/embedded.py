@@ -54,6 +54,11 @@ TOPICS: dict[str, str] = {
 }
 
 
+_CACHED = 20_000
+"""Decisions and masked vectors kept: a batch of 1,000 notes judges ~10,000 pairs twice (link, evolve);
+the caches are per batch in effect, so their memory does not grow with the tenant."""
+
+
 class EmbeddedAnnotator:
     name = "embedded"
 
@@ -147,7 +152,7 @@ class EmbeddedAnnotator:
         """engine.annotate.facts.decision on two notes, with the similarity of their masked texts."""
         key = (old.content, old.speaker, new.content, new.speaker)
         if (known := self._decided.get(key)) is None:
-            if len(self._decided) > 100_000:
+            if len(self._decided) > _CACHED:
                 self._decided.clear()
             # Clipped first: the rules' and encoder's cost is bounded by max_content_chars, not the input.
             chars = self.config.write.max_content_chars
@@ -173,11 +178,12 @@ class EmbeddedAnnotator:
         return answers
 
     def _encode_masked(self, texts: list[str]) -> np.ndarray:
+        if len(self._masked) > _CACHED:  # cleared before the lookup, so every text below is present
+            self._masked.clear()
         missing = [t for t in dict.fromkeys(texts) if t not in self._masked]
         if missing:
-            if len(self._masked) > 100_000:
-                self._masked.clear()
-            self._masked.update(zip(missing, self.encoder.encode_batch(missing), strict=True))
+            rows = self.encoder.encode_batch(missing)
+            self._masked.update(zip(missing, [r.copy() for r in rows], strict=True))  # a view pins its batch
         return np.stack([self._masked[t] for t in texts])
 
     def close(self) -> None:

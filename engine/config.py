@@ -174,6 +174,11 @@ class RecallConfig:
     """BM25 pseudo-relevance feedback: weight of the top lexical hits' keywords as extra query terms."""
     short_turn_penalty: float = 0.2
     """Taken (in proportion) from turns shorter than 60 characters."""
+    rescore_weight: float = 0.0
+    """MiniLM re-scoring (opt-in, engine.recall.rescore): the top `rescore_depth` candidates gain this
+    x their all-MiniLM-L6-v2 similarity to the query (min-max over them). Costs a transformer forward
+    per query plus one per uncached candidate: see docs/recall.md's encoder table."""
+    rescore_depth: int = 30
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lexical_weight <= 1.0:
@@ -182,6 +187,8 @@ class RecallConfig:
             raise ConfigError("max_query_bytes must be >= 1 and max_query_chars >= 64")
         if self.fusion not in ("minmax", "rrf", "zscore"):
             raise ConfigError(f"fusion must be 'minmax', 'rrf' or 'zscore', got {self.fusion!r}")
+        if self.rescore_weight < 0 or self.rescore_depth < 0:
+            raise ConfigError("rescore_weight and rescore_depth must be >= 0")
 
 
 @dataclass(slots=True, frozen=True)

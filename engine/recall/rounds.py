@@ -8,7 +8,8 @@
    mean of their vectors a dense one (Rocchio); that round's fused score, x `second_round_weight`,
    adds to the first, so a note reachable only through an entity of a top hit can join.
 BM25 pseudo-relevance feedback (`lexical_scores`) adds `prf_weight` x the scores of the top lexical
-hits' keywords to the query's own lexical scores before any of this.
+hits' keywords to the query's own lexical scores before any of this; MiniLM re-scoring
+(engine.recall.rescore, opt-in) comes after all of it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from engine.config import RecallConfig
 from engine.recall.boosts import boost
 from engine.recall.fusion import fuse_scores
 from engine.recall.query import QueryInfo
+from engine.recall.rescore import rescore
 from engine.recall.view import TenantView
 from engine.state.tenant_state import TenantMemory
 from engine.text import terms
@@ -56,6 +58,10 @@ class Ranker:
             scores = scores + self.config.neighbour_weight * self.best_neighbour(slots, scores)
         if self.config.second_round_weight > 0 and len(slots):
             slots, scores = self.second_round(slots, scores)
+        if self.config.rescore_weight > 0:
+            scores = rescore(
+                self.tm, self.query.text, slots, scores, self.config.rescore_weight, self.config.rescore_depth
+            )
         return slots, scores
 
     def score(self, slots: np.ndarray) -> np.ndarray:

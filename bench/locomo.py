@@ -19,7 +19,17 @@ from typing import Any
 import numpy as np
 
 from bench.common import LOCOMO, RESULTS, table, write_json
-from bench.locomo_eval import KS, SHOWN, SPLIT, bm25_rankings, by_split, ingest, load, split_of, timed_rankings
+from bench.locomo_eval import (
+    KS,
+    SHOWN,
+    SPLIT,
+    bm25_rankings,
+    by_split,
+    ingest,
+    load,
+    split_of,
+    timed_rankings,
+)
 from bench.locomo_variants import ENCODER_ROWS, markdown, run_variants
 from engine import Config
 

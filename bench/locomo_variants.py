@@ -14,11 +14,13 @@ from engine import Config, Memory
 from engine.recall import rescore
 
 TODAY = {
+    "lexical_weight": 0.7,
     "fusion": "minmax",
     "strip_names": False,
     "speaker_boost": 0.0,
     "temporal_boost": 0.0,
     "neighbour_weight": 0.0,
+    "neighbour_window": 1,
     "second_round_weight": 0.0,
     "prf_weight": 0.0,
     "short_turn_penalty": 0.0,
@@ -34,6 +36,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fusion zscore": {"fusion": "zscore"},
     "lexical weight 0.5": {"lexical_weight": 0.5},
     "lexical weight 0.8": {"lexical_weight": 0.8},
+    "lexical weight 0.85": {"lexical_weight": 0.85},
+    "lexical weight 0.9": {"lexical_weight": 0.9},
     "strip names": {"strip_names": True},
     "speaker boost 0.1": {"speaker_boost": 0.1},
     "speaker boost 0.2": {"speaker_boost": 0.2},
@@ -45,10 +49,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "neighbours 0.1": {"neighbour_weight": 0.1},
     "neighbours 0.2": {"neighbour_weight": 0.2},
     "neighbours 0.3": {"neighbour_weight": 0.3},
+    "neighbours 0.2, window 2": {"neighbour_weight": 0.2, "neighbour_window": 2},
     "second round 0.2": {"second_round_weight": 0.2},
     "second round 0.4": {"second_round_weight": 0.4},
     "bm25 prf 0.3": {"prf_weight": 0.3},
     "short-turn penalty 0.2": {"short_turn_penalty": 0.2},
+    "question penalty 0.1": {"question_penalty": 0.1},
     "MiniLM re-score 0.3": {"rescore_weight": 0.3},
     "no link expansion": {"expand_links": False},
     "speaker 0.3 + neighbours 0.2": {"speaker_boost": 0.3, "neighbour_weight": 0.2},
@@ -61,6 +67,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "  + short-turn penalty 0.2": SPEAKER_NB_TIME | {"short_turn_penalty": 0.2},
     "  + prf 0.3 + short 0.2 (round-1 defaults)": OLD_DEFAULTS,
     "  + prf + short + second round 0.4": OLD_DEFAULTS | {"second_round_weight": 0.4},
+    "  + prf + short + lexical weight 0.85": OLD_DEFAULTS | {"lexical_weight": 0.85},
+    "  + prf + short + neighbour window 2": OLD_DEFAULTS | {"neighbour_window": 2},
+    "  + prf + short + lexical 0.85 + window 2 (= defaults)": OLD_DEFAULTS
+    | {"lexical_weight": 0.85, "neighbour_window": 2},
+    "  + prf + short + MiniLM re-score 0.3": OLD_DEFAULTS | {"rescore_weight": 0.3},
 }
 """Applied on TODAY."""
 ON_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -109,7 +120,9 @@ def summary(name: str, tables: dict[str, Any]) -> dict[str, Any]:
 
 
 def row_line(row: dict[str, Any]) -> str:
-    return ", ".join(f"{c} {row[c]:.3f}" for c in ("tuned R@10", "held-out R@10", "all R@10", "cpu ms/q") if row[c])
+    return ", ".join(
+        f"{c} {row[c]:.3f}" for c in ("tuned R@10", "held-out R@10", "all R@10", "cpu ms/q") if row[c]
+    )
 
 
 COLUMNS = [

@@ -76,15 +76,18 @@ class Ranker:
         top = [slots[np.argsort(-(self.tm.index.vectors(slots) @ self.query_vec), kind="stable")[:half]]]
         if self.lexical is not None:
             top.append(slots[np.argsort(-self.lexical[slots], kind="stable")[:half]])
-        extra = self.view.neighbours(np.concatenate(top), self.config.neighbour_gap_s).ravel()
+        window = self.config.neighbour_window
+        extra = self.view.neighbours(np.concatenate(top), self.config.neighbour_gap_s, window).ravel()
         extra = extra[extra >= 0]
         return np.union1d(slots, extra[self.mask[extra]])
 
     def best_neighbour(self, slots: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """Each candidate's best neighbouring candidate's score (0 without one)."""
+        """Each candidate's best neighbouring candidate's score, / its distance in turns (0 without one)."""
         by_slot = np.zeros(self.tm.index.num_slots + 1)  # the last cell: "no neighbour" (-1) reads 0
         by_slot[slots] = scores
-        return by_slot[self.view.neighbours(slots, self.config.neighbour_gap_s)].max(axis=1)
+        window = self.config.neighbour_window
+        near = by_slot[self.view.neighbours(slots, self.config.neighbour_gap_s, window)]
+        return (near / np.repeat(np.arange(1, window + 1), 2)).max(axis=1)
 
     def second_round(self, slots: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         seeds = slots[np.argsort(-scores, kind="stable")[:SEEDS]]

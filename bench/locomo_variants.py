@@ -68,8 +68,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "  + prf 0.3 + short 0.2 (round-1 defaults)": OLD_DEFAULTS,
     "  + prf + short + second round 0.4": OLD_DEFAULTS | {"second_round_weight": 0.4},
     "  + prf + short + lexical weight 0.85": OLD_DEFAULTS | {"lexical_weight": 0.85},
-    "  + prf + short + neighbour window 2": OLD_DEFAULTS | {"neighbour_window": 2},
-    "  + prf + short + lexical 0.85 + window 2 (= defaults)": OLD_DEFAULTS
+    "  + prf + short + neighbour window 2 (= defaults)": OLD_DEFAULTS | {"neighbour_window": 2},
+    "  + prf + short + lexical 0.85 + window 2": OLD_DEFAULTS
     | {"lexical_weight": 0.85, "neighbour_window": 2},
     "  + prf + short + MiniLM re-score 0.3": OLD_DEFAULTS | {"rescore_weight": 0.3},
 }

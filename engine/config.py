@@ -142,7 +142,7 @@ class WriteConfig:
 
 @dataclass(slots=True, frozen=True)
 class RecallConfig:
-    lexical_weight: float = 0.85
+    lexical_weight: float = 0.7
     """Weight of BM25 in the hybrid score (0 = dense only)."""
     expand_links: bool = True
     expand_min_score: float = 0.8

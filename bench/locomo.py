@@ -6,8 +6,8 @@ Each conversation is one tenant, one note per turn (bench.locomo_eval scores it)
 tuned conversations (SPLIT["tuned"], the only ones levers were designed on) and the held-out ones apart.
 `--variants` ingests once and runs every recall lever (bench.locomo_variants) on the same notes;
 `--encoders` also ingests with MiniLM and prints the encoder table (WordLlama, WordLlama re-scored by
-MiniLM, MiniLM: recall, ingest and query cost). Both tables are written as markdown too
-(bench/results/<name>_tables.md, the tables of docs/recall.md).
+MiniLM, MiniLM: recall, ingest and query cost). The tables are written as markdown too
+(bench/results/<name>_tables.md: the tables of docs/recall.md and the README).
 """
 
 from __future__ import annotations
@@ -44,6 +44,18 @@ def split_tables(ours: dict[str, Any], bm25: dict[str, Any]) -> str:
         ]
         out.append(table(rows, ["split", "category", "system", "n", *[f"R@{k}" for k in SHOWN]]))
     return "\n\n".join(out)
+
+
+def split_markdown(ours: dict[str, Any], bm25: dict[str, Any]) -> str:
+    """amem vs BM25, R@5/10/25 per split and category, as a GitHub table."""
+    head = "| split | category | n | amem R@5 | R@10 | R@25 | BM25 R@5 | R@10 | R@25 |"
+    lines = [head, "|" + "---|" * 9]
+    for split, cats in ours.items():
+        for cat, r in cats.items():
+            b = bm25[split][cat]
+            cells = [r[f"R@{k}"] for k in SHOWN] + [b[f"R@{k}"] for k in SHOWN]
+            lines.append(f"| {split} | {cat} | {r['n']} | " + " | ".join(f"{v:.3f}" for v in cells) + " |")
+    return "\n".join(lines)
 
 
 def curves_png(ours: dict[str, Any], bm25: dict[str, Any], split: str, name: str = "locomo") -> Path:
@@ -156,16 +168,15 @@ def report(
     cost: dict[str, Any],
 ) -> None:
     """Print the tables; write the variant and encoder tables as markdown."""
-    parts = []
+    parts = ["### amem (defaults) vs BM25\n\n" + split_markdown(ours, bm25)]
     if args.variants and variants:
         parts.append("### Variants\n\n" + markdown(variants))
     if encoders:
         parts.append("### Encoders\n\n" + markdown(encoders, ("encoder", "variant")))
-    if parts:
-        text = "\n\n".join(parts) + "\n"
-        print("\n" + text)
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / f"{args.name}_tables.md").write_text(text)
+    text = "\n\n".join(parts) + "\n"
+    print("\n" + "\n\n".join(parts[1:]) + "\n")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{args.name}_tables.md").write_text(text)
     print(split_tables(ours, bm25))
     print(
         f"\nencoder {args.encoder}: ingest {cost['ingest s']:.1f}s ({cost['notes/s']:.0f} notes/s); "

@@ -94,6 +94,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--variants", action="store_true", help="run every recall lever on one ingest")
     ap.add_argument("--variant", action="append", help="with --variants: run only this one (repeatable)")
     ap.add_argument("--encoders", action="store_true", help="also ingest with MiniLM: the encoder table")
+    ap.add_argument("--repeat", type=int, default=1, help="passes per variant; costs are the medians")
     ap.add_argument("--no-expand", action="store_true")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--name", default="locomo", help="results file name (bench/results/<name>.json)")
@@ -109,7 +110,8 @@ def encoder_table(
     config = Config.of(encoder="minilm", **({"expand_links": False} if args.no_expand else {}))
     mem, ingest_s = ingest(config, turns, args.batch_size)
     cost = ingest_cost("minilm", turns, ingest_s)
-    rows += run_variants(mem, config, questions, cost, [n for n in ENCODER_ROWS if "re-score" not in n])
+    only = [n for n in ENCODER_ROWS if "re-score" not in n]
+    rows += run_variants(mem, config, questions, cost, only, args.repeat)
     mem.close()
     return rows
 
@@ -131,7 +133,9 @@ def main() -> None:
     only = list(args.variant or []) if args.variants else list(ENCODER_ROWS)
     if only and args.encoders:
         only += [n for n in ENCODER_ROWS if n not in only]
-    variants = run_variants(mem, config, questions, cost, only) if args.variants or args.encoders else []
+    variants = []
+    if args.variants or args.encoders:
+        variants = run_variants(mem, config, questions, cost, only, args.repeat)
     ranked, ms, cpu_ms = timed_rankings(mem, questions)
     ours = by_split(questions, ranked) if args.split else {"all": by_split(questions, ranked)["all"]}
     base_rank = bm25_rankings(turns, questions)

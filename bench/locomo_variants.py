@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from bench.locomo_eval import CATEGORIES, SHOWN, by_split, timed_rankings
 from engine import Config, Memory
 from engine.recall import rescore
@@ -54,7 +56,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "second round 0.4": {"second_round_weight": 0.4},
     "bm25 prf 0.3": {"prf_weight": 0.3},
     "short-turn penalty 0.2": {"short_turn_penalty": 0.2},
-    "question penalty 0.1": {"question_penalty": 0.1},
     "MiniLM re-score 0.3": {"rescore_weight": 0.3},
     "no link expansion": {"expand_links": False},
     "speaker 0.3 + neighbours 0.2": {"speaker_boost": 0.3, "neighbour_weight": 0.2},
@@ -92,20 +93,34 @@ def settings(base: Config, name: str) -> Config:
 
 
 def run_variants(
-    mem: Memory, base: Config, questions: list[dict[str, Any]], cost: dict[str, Any], only: list[str]
+    mem: Memory,
+    base: Config,
+    questions: list[dict[str, Any]],
+    cost: dict[str, Any],
+    only: list[str],
+    repeat: int = 1,
 ) -> list[dict[str, Any]]:
-    """One row per variant (all of VARIANTS and ON_DEFAULTS unless `only`), `cost` (encoder, ingest) added."""
-    rows = []
-    for name in [*VARIANTS, *ON_DEFAULTS]:
-        if only and name not in only:
-            continue
-        mem.config = settings(base, name)
-        rescore.CACHE.clear()  # each re-scoring variant pays its own MiniLM encodes (cold start)
-        ranked, ms, cpu_ms = timed_rankings(mem, questions)
-        rows.append(summary(name, by_split(questions, ranked)) | cost | {"cpu ms/q": cpu_ms, "ms/q": ms})
-        print(f"{cost.get('encoder', '')} {name}: " + row_line(rows[-1]), flush=True)
+    """One row per variant (all of VARIANTS and ON_DEFAULTS unless `only`), `cost` (encoder, ingest) added.
+
+    With repeat > 1 every variant runs that many times, interleaved (variant A, B, ..., A, B, ...), and
+    the cost columns are the medians: CPU time per search swings by a third between identical passes
+    on a shared machine."""
+    names = [n for n in [*VARIANTS, *ON_DEFAULTS] if not only or n in only]
+    rows: dict[str, dict[str, Any]] = {}
+    times: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+    for _ in range(max(1, repeat)):
+        for name in names:
+            mem.config = settings(base, name)
+            rescore.CACHE.clear()  # each re-scoring pass pays its own MiniLM encodes (cold start)
+            ranked, ms, cpu_ms = timed_rankings(mem, questions)
+            times[name].append((cpu_ms, ms))
+            if name not in rows:
+                rows[name] = summary(name, by_split(questions, ranked)) | cost
+                print(f"{cost.get('encoder', '')} {name}: {row_line(rows[name])}, cpu ms/q {cpu_ms:.2f}")
     mem.config = base
-    return rows
+    for name, row in rows.items():
+        row["cpu ms/q"], row["ms/q"] = (float(np.median(col)) for col in zip(*times[name], strict=True))
+    return list(rows.values())
 
 
 def summary(name: str, tables: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +136,7 @@ def summary(name: str, tables: dict[str, Any]) -> dict[str, Any]:
 
 def row_line(row: dict[str, Any]) -> str:
     return ", ".join(
-        f"{c} {row[c]:.3f}" for c in ("tuned R@10", "held-out R@10", "all R@10", "cpu ms/q") if row[c]
+        f"{c} {row[c]:.3f}" for c in ("tuned R@10", "held-out R@10", "all R@10") if row[c] is not None
     )
 
 

@@ -176,8 +176,6 @@ class RecallConfig:
     """BM25 pseudo-relevance feedback: weight of the top lexical hits' keywords as extra query terms."""
     short_turn_penalty: float = 0.2
     """Taken (in proportion) from turns shorter than 60 characters."""
-    question_penalty: float = 0.0
-    """Taken from turns ending in a question mark (they ask rather than tell)."""
     rescore_weight: float = 0.0
     """MiniLM re-scoring (opt-in, engine.recall.rescore): the top `rescore_depth` candidates gain this
     x their all-MiniLM-L6-v2 similarity to the query (min-max over them). Costs a transformer forward

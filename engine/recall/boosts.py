@@ -4,9 +4,7 @@
   `speaker_addressed`, by half as much the turns that name them (addressed to them or about them);
 - temporal: a "when / how long" question favours turns that say when (`temporal_boost`);
 - short turns: a turn shorter than SHORT_CHARS loses up to `short_turn_penalty` in proportion ("Go, Jon!"
-  matches a question naming Jon on the name alone and carries no evidence);
-- questions: a turn ending in "?" loses `question_penalty` (it shares the question's words but asks
-  instead of telling; the session-neighbour lever lifts the reply after it).
+  matches a question naming Jon on the name alone and carries no evidence).
 Per-slot facts (speaker, length, time expression) come precomputed from engine.recall.view.
 """
 
@@ -43,6 +41,4 @@ def boost(
         add += config.temporal_boost * view.timely[slots]
     if config.short_turn_penalty:
         add -= config.short_turn_penalty * np.clip(1 - view.chars[slots] / SHORT_CHARS, 0, 1)
-    if config.question_penalty:
-        add -= config.question_penalty * view.asks[slots]
     return scores + add

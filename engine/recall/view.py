@@ -31,8 +31,6 @@ class TenantView:
     """Slot -> content length."""
     timely: np.ndarray
     """Slot -> the content carries a time expression."""
-    asks: np.ndarray
-    """Slot -> the content ends with a question mark (a turn asking, not telling)."""
 
     def neighbours(self, slots: np.ndarray, gap_s: float, window: int = 1) -> np.ndarray:
         """(len(slots), 2 * window): the slots 1..window before and after each in time (columns -1, +1,
@@ -73,8 +71,7 @@ def view_of(tm: TenantMemory) -> TenantView:
 def _build(tm: TenantMemory) -> TenantView:
     speakers: dict[str, int] = {}
     n = tm.index.num_slots
-    speaker, chars = np.full(n, -1, dtype=np.int64), np.zeros(n)
-    timely, asks = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    speaker, chars, timely = np.full(n, -1, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=bool)
     rows = []
     for note_id, slot in tm.index.slot_of.items():
         note = tm.notes.get(note_id)
@@ -83,11 +80,10 @@ def _build(tm: TenantMemory) -> TenantView:
         if note.speaker:
             speaker[slot] = speakers.setdefault(note.speaker, len(speakers))
         chars[slot], timely[slot] = len(note.content), has_time_expression(note.content)
-        asks[slot] = note.content.rstrip().endswith("?")
         rows.append((note.timestamp.timestamp(), slot))
     rows.sort()
     times = np.array([t for t, _ in rows], dtype=np.float64)
     order = np.array([s for _, s in rows], dtype=np.int64)
     position = np.full(n, -1, dtype=np.int64)
     position[order] = np.arange(len(order))
-    return TenantView(tuple(speakers), times, order, position, speaker, chars, timely, asks)
+    return TenantView(tuple(speakers), times, order, position, speaker, chars, timely)

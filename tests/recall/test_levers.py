@@ -195,15 +195,3 @@ def test_neighbour_window_two_lets_an_answer_two_turns_later_share_the_score(enc
         return next(h.score for h in mem.search(query, k=9) if h.note.metadata["n"] == 8)
 
     assert answer_score(2) > answer_score(1) + 0.05  # half the question turn's score beats the doorbell's
-
-
-def test_question_penalty_sinks_the_turn_that_asks(encoder) -> None:
-    turns = [
-        ("Melanie", "Caroline, did you go to the pottery class? The pottery class downtown?", 0),
-        ("Caroline", "Yes, I went to the class with my kids, we made bowls.", 1),
-        ("Melanie", "Traffic was bad.", 2),
-    ]
-    mem = _memory(encoder, turns)
-    query = "Did Caroline go to the pottery class?"
-    assert _ranked(mem, query)[0] == 0
-    assert _ranked(_with(mem, question_penalty=0.5), query)[0] == 1

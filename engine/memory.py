@@ -6,7 +6,10 @@ Reads: recall over the tenant state.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -95,6 +98,8 @@ class Memory:
             assert t is not None
             changes, ids = self.pipeline.run(t.state, interactions)
             _commit(t, changes)
+        if len(interactions) >= _TRIM_BATCH:
+            _release_heap()
         return ids
 
     def _check_sizes(self, interactions: list[Interaction]) -> None:
@@ -279,6 +284,22 @@ class Memory:
             log.error("closing after %s: %s", type(exc).__name__, later)
 
 
+_TRIM_BATCH = 256
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6") if sys.platform == "linux" else None
+
+
+def _release_heap() -> None:
+    """Hand the pages a large write batch freed back to the OS.
+
+    A batch allocates and drops ~100 MB of short-lived objects (candidates, decoded neighbours, encoder
+    buffers) between the long-lived per-note records; glibc keeps those freed pages, and a growing tenant
+    measured twice its live size in RSS without this. One trim per batch of >= 256 costs a few ms.
+    """
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
 def _commit(t: Tenant, changes: ChangeSet) -> None:
     """Log (fsync) before applying: what a call acknowledged survives a crash."""
     if t.storage is not None:
@@ -289,16 +310,20 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
 
 
 def _tenant_stats(t: Tenant) -> dict[str, Any]:
-    notes = t.state.notes.values()
+    links = superseded = fallbacks = 0
+    for n in t.state.notes.values():  # one pass: each read decodes a record
+        links += len(n.links)
+        superseded += n.invalid_at is not None
+        fallbacks += n.annotated_by == AnnotatedBy.FALLBACK
     return {
         "notes": len(t.state),
         "indexed": len(t.state.index),
         "index_slots": t.state.index.num_slots,
-        "sources": len(t.state.sources),
-        "links": sum(len(n.links) for n in notes),
+        "sources": t.state.num_sources,
+        "links": links,
         "versions": len(t.state.history),
-        "superseded": sum(1 for n in notes if n.invalid_at is not None),
-        "fallbacks": sum(1 for n in notes if n.annotated_by == AnnotatedBy.FALLBACK),
+        "superseded": superseded,
+        "fallbacks": fallbacks,
         "problems": list(t.storage.problems) if t.storage else [],
     }
 

@@ -1,4 +1,4 @@
-"""Text utilities shared by the embedded annotator and the lexical index: tokens, stems, keywords."""
+"""Text utilities shared by the annotators, the indexes and recall: tokens, stems, keywords, time words."""
 
 from __future__ import annotations
 
@@ -81,3 +81,18 @@ def jaccard(a: str, b: str) -> float:
     if not sa and not sb:
         return 1.0
     return len(sa & sb) / len(sa | sb)
+
+
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+TIME_EXPRESSION = re.compile(
+    rf"\b(yesterday|today|tonight|tomorrow|ago|recently|lately|since|"
+    rf"(last|next|this|past|coming|previous) (week|weekend|month|year|night|summer|winter|spring|fall|"
+    rf"autumn|{_DAYS})|{_DAYS}|{_MONTHS}|(19|20)\d\d|\d+ (years?|months?|weeks?|days?))\b",
+    re.IGNORECASE,
+)
+"""A turn that says when something happened: relative ("last week", "two days ago") or absolute."""
+
+
+def has_time_expression(text: str) -> bool:
+    return TIME_EXPRESSION.search(text) is not None

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,6 +64,8 @@ class EmbeddedAnnotator:
         self._topic_vecs = encoder.encode_batch([f"{n}: {d}" for n, d in TOPICS.items()])
         self._masked: dict[str, np.ndarray] = {}
         """Masked-text vectors for the supersession decision: each note is compared with many candidates."""
+        self._decided: dict[tuple[str, str | None, str, str | None], Decision] = {}
+        """Decisions of the current batch: the link stage asks about each pair, then evolve again."""
 
     # --- stage: note --------------------------------------------------------
     def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
@@ -142,11 +145,17 @@ class EmbeddedAnnotator:
     # --- supersession -----------------------------------------------------------------------------
     def supersession(self, old: Note, new: Note) -> Decision:
         """engine.annotate.facts.decision on two notes, with the similarity of their masked texts."""
-        # Clipped first: the rules' and encoder's cost is bounded by max_content_chars, not the input.
-        chars = self.config.write.max_content_chars
-        old_text, new_text = clip(old.content, chars), clip(new.content, chars)
-        sim = similarity(self._encode_masked, old_text, new_text)
-        return decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim)
+        key = (old.content, old.speaker, new.content, new.speaker)
+        if (known := self._decided.get(key)) is None:
+            if len(self._decided) > 100_000:
+                self._decided.clear()
+            # Clipped first: the rules' and encoder's cost is bounded by max_content_chars, not the input.
+            chars = self.config.write.max_content_chars
+            old_text, new_text = clip(old.content, chars), clip(new.content, chars)
+            sim = functools.partial(similarity, self._encode_masked, old_text, new_text)
+            known = decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim)
+            self._decided[key] = known
+        return known
 
     def vet_supersessions(
         self, requests: Sequence[EvolveRequest], answers: list[list[NeighbourUpdate]]

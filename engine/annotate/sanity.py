@@ -46,9 +46,19 @@ def context_problem(context: str, source: str) -> str | None:
     if len(words) < _MIN_SENTENCE_WORDS:
         return "timestamp_context" if _DATEISH.search(context) else "not_a_sentence"
     a, b = " ".join(context.lower().split()), " ".join(source.lower().split())
-    if a == b or (len(b) >= 40 and difflib.SequenceMatcher(None, a, b).ratio() >= _COPY_RATIO):
+    if a == b or (len(b) >= 40 and _near_copy(a, b)):
         return "copied_context"
     return None
+
+
+def _near_copy(a: str, b: str) -> bool:
+    """difflib ratio >= _COPY_RATIO, its cheap upper bounds tried first (the full ratio is quadratic)."""
+    matcher = difflib.SequenceMatcher(None, a, b)
+    return (
+        matcher.real_quick_ratio() >= _COPY_RATIO
+        and matcher.quick_ratio() >= _COPY_RATIO
+        and matcher.ratio() >= _COPY_RATIO
+    )
 
 
 def tags_problem(tags: Iterable[str]) -> str | None:

@@ -14,20 +14,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from engine.text import TIME_EXPRESSION, has_time_expression
+
+__all__ = ["TIME_EXPRESSION", "QueryInfo", "analyse", "has_time_expression", "mentions"]
+
 _TEMPORAL_Q = re.compile(
     r"\b(when|how long|how many (years|months|weeks|days)|what (year|month|date|day|time)|"
     r"which (year|month|day|week)|since when|how old)\b",
     re.IGNORECASE,
 )
-_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
-_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-TIME_EXPRESSION = re.compile(
-    rf"\b(yesterday|today|tonight|tomorrow|ago|recently|lately|since|"
-    rf"(last|next|this|past|coming|previous) (week|weekend|month|year|night|summer|winter|spring|fall|"
-    rf"autumn|{_DAYS})|{_DAYS}|{_MONTHS}|(19|20)\d\d|\d+ (years?|months?|weeks?|days?))\b",
-    re.IGNORECASE,
-)
-"""A turn that says when something happened: relative ("last week", "two days ago") or absolute."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,11 +44,6 @@ def analyse(query: str, participants: Iterable[str], strip_names: bool = False) 
         if not lexical.strip(" ?.!,'"):
             lexical = query  # the query was only names: keep them
     return QueryInfo(query, lexical, named, bool(_TEMPORAL_Q.search(query)))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def has_time_expression(text: str) -> bool:
-    return TIME_EXPRESSION.search(text) is not None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -123,7 +123,7 @@ def expand(tm: TenantMemory, hits: list[Hit], mask: np.ndarray, recipe: Recipe) 
 
 def _recency(tm: TenantMemory, slots: np.ndarray, recipe: Recipe) -> np.ndarray:
     ref = (recipe.as_of or utcnow()).timestamp()
-    ages = np.array([ref - tm.notes[tm.index.ids[s]].timestamp.timestamp() for s in slots])
+    ages = ref - tm.notes.timestamp[np.asarray(slots, dtype=np.int64)]
     return np.power(0.5, np.clip(ages, 0, None) / (86400 * recipe.recency_half_life_days))  # type: ignore[operator]
 
 

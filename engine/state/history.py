@@ -1,17 +1,25 @@
-"""Prior versions of one tenant's notes.
+"""Prior versions of one tenant's notes, kept on disk and read when a note's history is asked for.
 
-Versions read from a snapshot stay in their Arrow table (compact, columnar) and become NoteVersion
-objects only when a note's history is asked for. Versions made since are kept as objects only until
-`SEAL_EVERY` of them gather; then they are encoded (the snapshot's record form) and appended to the
-Arrow table as one more chunk. Opening a tenant costs nothing per version, and a growing tenant holds
-history near its on-disk size instead of a Note copy and a vector object per version.
+Versions outnumber notes (every evolution, supersession and merge keeps one: about three per note on
+chat) and each is a whole note plus its vector, so held in RAM they were most of a tenant's memory.
+Here they live in Arrow IPC files, memory-mapped: the snapshot's `versions.arrow` (the base) and one
+spill file per `SEAL_EVERY` versions made since. RAM holds, per stored version, a 16-byte entry of a
+sorted key index (hash of the note id -> row); a lookup is a binary search per file, then the rows are
+read from the map. Versions made since the last seal are kept as objects until the next seal.
+
+After a snapshot is written, `rebase` maps its versions file and drops the spill files, which is also
+how a purged (deleted) note's versions leave the disk.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,76 +39,122 @@ SCHEMA = pa.schema(
     ]
 )
 
-
 SEAL_EVERY = 4096
-"""Live versions gathered before they are sealed into an Arrow chunk (one chunk per ~4 batches)."""
+"""Live versions gathered before they are sealed into a spill file (one file per ~4 batches)."""
+
+
+@dataclass(slots=True)
+class _Mapped:
+    """One memory-mapped versions file and its key index."""
+
+    table: pa.Table
+    keys: np.ndarray
+    """hash(note_id) of each row, sorted."""
+    rows: np.ndarray
+    """Row of each sorted key."""
+
+    @classmethod
+    def open(cls, path: Path) -> _Mapped:
+        table = _conform(pa.ipc.open_file(pa.memory_map(str(path))).read_all())  # its buffers keep the map
+        hashes = np.fromiter((hash(i) for i in table.column("note_id").to_pylist()), np.int64, table.num_rows)
+        order = np.argsort(hashes, kind="stable")
+        return cls(table, hashes[order], order)
+
+    def rows_of(self, note_id: str) -> np.ndarray:
+        key = hash(note_id)
+        lo, hi = np.searchsorted(self.keys, key, "left"), np.searchsorted(self.keys, key, "right")
+        return np.sort(self.rows[lo:hi])
 
 
 class History:
     def __init__(self) -> None:
         self._live: defaultdict[str, list[NoteVersion]] = defaultdict(list)
         self._num_live = 0
-        self._stored = SCHEMA.empty_table()
-        self._rows: defaultdict[str, list[int]] | None = None
+        self._files: list[_Mapped] = []
+        self._spill: tempfile.TemporaryDirectory[str] | None = None
         self._dropped: set[str] = set()
 
-    def load(self, table: pa.Table) -> None:
-        """Take the versions of a snapshot (before any live version exists)."""
-        if "reason" not in table.column_names:  # snapshots written before reasons were kept
-            table = table.append_column("reason", pa.nulls(table.num_rows, pa.string()))
-        self._stored, self._rows = table.select(SCHEMA.names).cast(SCHEMA), None
+    def load(self, path: Path) -> None:
+        """Map a snapshot's versions file (before any live version exists)."""
+        self._files = [_Mapped.open(path)]
+
+    def load_table(self, table: pa.Table) -> None:
+        """Take the versions of an older snapshot (Parquet, read whole): spilled to disk at once."""
+        if table.num_rows:
+            self._files = [self._write_spill(_conform(table))]
+
+    def rebase(self, path: Path) -> None:
+        """A snapshot holding every version so far was written to `path`: map it, drop the spill."""
+        self._files, self._dropped = [_Mapped.open(path)], set()
+        self._live.clear()
+        self._num_live = 0
+        if self._spill is not None:
+            self._spill.cleanup()
+            self._spill = None
 
     def append(self, version: NoteVersion) -> None:
         self._live[version.note_id].append(version)
         self._num_live += 1
         if self._num_live >= SEAL_EVERY:
-            self._seal()
+            self._files.append(self._write_spill(_to_table([v for vs in self._live.values() for v in vs])))
+            self._live.clear()
+            self._num_live = 0
 
-    def _seal(self) -> None:
-        """Move the live versions into the Arrow table, indexing only the new rows."""
-        chunk = _to_table([v for vs in self._live.values() for v in vs])
-        index, first = self._row_index(), self._stored.num_rows
-        for row, note_id in enumerate(chunk.column("note_id").to_pylist()):
-            index[note_id].append(first + row)
-        self._stored = pa.concat_tables([self._stored, chunk])
-        self._live.clear()
-        self._num_live = 0
+    def _write_spill(self, table: pa.Table) -> _Mapped:
+        if self._spill is None:
+            self._spill = tempfile.TemporaryDirectory(prefix="amem-history-")
+        path = Path(self._spill.name) / f"chunk-{len(self._files):06d}.arrow"
+        write_file(table, path)
+        return _Mapped.open(path)
 
     def drop(self, note_id: str) -> None:
-        """Forget every version of a deleted note."""
+        """Forget every version of a deleted note (gone from disk at the next snapshot's `rebase`)."""
         self._num_live -= len(self._live.pop(note_id, []))
-        if note_id in self._row_index():
-            self._dropped.add(note_id)
+        self._dropped.add(note_id)
 
     def of(self, note_id: str) -> list[NoteVersion]:
         """Oldest first."""
-        rows = [] if note_id in self._dropped else self._row_index().get(note_id, [])
-        stored = [_from_row(r) for r in self._stored.take(rows).to_pylist()] if rows else []
+        stored = []
+        if note_id not in self._dropped:
+            for mapped in self._files:
+                rows = mapped.rows_of(note_id)
+                if len(rows):
+                    found = mapped.table.take(pa.array(rows)).to_pylist()
+                    stored += [_from_row(r) for r in found if r["note_id"] == note_id]
         return stored + list(self._live.get(note_id, []))
 
     def __contains__(self, note_id: str) -> bool:
         return bool(self.of(note_id))
 
     def __len__(self) -> int:
-        dropped = sum(len(self._row_index()[i]) for i in self._dropped)
-        return self._stored.num_rows - dropped + self._num_live
+        return self.table().num_rows
 
     def table(self) -> pa.Table:
         """Every version, as a snapshot stores them."""
-        stored = self._stored
+        stored = pa.concat_tables([SCHEMA.empty_table()] + [m.table for m in self._files])
         if self._dropped:
-            keep = pc.invert(pc.is_in(stored.column("note_id"), pa.array(sorted(self._dropped))))
-            stored = stored.filter(keep)
-        live = _to_table([v for vs in self._live.values() for v in vs])
-        return pa.concat_tables([stored, live])
+            stored = stored.filter(
+                pc.invert(pc.is_in(stored.column("note_id"), pa.array(sorted(self._dropped))))
+            )
+        return pa.concat_tables([stored, _to_table([v for vs in self._live.values() for v in vs])])
 
-    def _row_index(self) -> defaultdict[str, list[int]]:
-        if self._rows is None:
-            index: defaultdict[str, list[int]] = defaultdict(list)
-            for row, note_id in enumerate(self._stored.column("note_id").to_pylist()):
-                index[note_id].append(row)
-            self._rows = index
-        return self._rows
+    def close(self) -> None:
+        self._files = []
+        if self._spill is not None:
+            self._spill.cleanup()
+            self._spill = None
+
+
+def write_file(table: pa.Table, path: Path) -> None:
+    """A versions table as an uncompressed Arrow IPC file (memory-mappable)."""
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, SCHEMA) as writer:
+        writer.write_table(table.cast(SCHEMA), max_chunksize=65536)
+
+
+def _conform(table: pa.Table) -> pa.Table:
+    if "reason" not in table.column_names:  # snapshots written before reasons were kept
+        table = table.append_column("reason", pa.nulls(table.num_rows, pa.string()))
+    return table.select(SCHEMA.names).cast(SCHEMA)
 
 
 def _to_table(versions: list[NoteVersion]) -> pa.Table:

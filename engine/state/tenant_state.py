@@ -1,11 +1,11 @@
 """One tenant's live memory: notes, vector index, lexical index, backlinks, history.
 
-State changes only through `apply(ChangeSet)`; everything else reads.
+State changes only through `apply(ChangeSet)`; everything else reads. Everything kept per note is
+compact (see note_table.py): a record, a vector row, a few array cells, slot-numbered backlinks.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import datetime
 
 import numpy as np
@@ -16,6 +16,7 @@ from engine.model.changes import ChangeSet
 from engine.model.note import Note
 from engine.state.history import History
 from engine.state.lexical import LexicalIndex
+from engine.state.note_table import NoteTable
 from engine.state.vector_index import VectorIndex
 
 
@@ -25,15 +26,16 @@ class TenantMemory:
     ) -> None:
         self.tenant = tenant
         self.use_cuda = use_cuda
-        self.notes: dict[str, Note] = {}
         self.index = VectorIndex(dim, use_cuda=use_cuda, config=index_config)
+        self.notes = NoteTable(self.index)
         self.lexical = LexicalIndex()
-        self.backlinks: dict[str, set[str]] = defaultdict(set)
+        self.backlinks: dict[int, list[int]] = {}
+        """Target slot -> slots of the notes linking to it (derived from the links in the records)."""
         self.history = History()
-        self.sources: dict[str, str] = {}
-        """Interaction source id -> note id, so re-ingesting a log skips what is stored."""
-        self.latest: Note | None = None
-        """The note with the newest timestamp: what the next interaction most likely replies to."""
+        self._sources: dict[int, int] = {}
+        """hash(interaction source id) -> slot, so re-ingesting a log skips what is stored (verified on hit)."""
+        self._latest = -1
+        """Slot of the note with the newest timestamp: what the next interaction most likely replies to."""
         self._visible_from = np.zeros(0)
         self._invalid_at = np.zeros(0)
 
@@ -45,14 +47,31 @@ class TenantMemory:
         return TenantMemory(self.tenant, self.index.dim, self.use_cuda, self.index.config)
 
     def get(self, note_id: str) -> Note:
-        note = self.notes.get(note_id)
-        if note is None:
-            raise NotFound(f"no note {note_id!r} in tenant {self.tenant!r}")
-        return note
+        try:
+            return self.notes[note_id]
+        except KeyError:
+            raise NotFound(f"no note {note_id!r} in tenant {self.tenant!r}") from None
+
+    @property
+    def latest(self) -> Note | None:
+        return self.notes.at(self._latest) if self._latest >= 0 else None
+
+    def note_of_source(self, source_id: str) -> str | None:
+        """Id of the note an interaction with this source id was folded into, if stored."""
+        slot = self._sources.get(hash(source_id))
+        if slot is None or self.notes.record(slot) is None:
+            return None
+        note = self.notes.at(slot)
+        return note.id if source_id in note.source_ids else None
+
+    @property
+    def num_sources(self) -> int:
+        return len(self._sources)
 
     # --- the only writer ---------------------------------------------------------
     def apply(self, changes: ChangeSet, index_text: bool = True) -> None:
         """`index_text=False` leaves the lexical index alone: a snapshot brings its own (`adopt_lexical`)."""
+        self.notes.bump()
         for note_id in changes.deletes:
             self._delete(note_id)
         for version in changes.versions:
@@ -61,55 +80,73 @@ class TenantMemory:
             notes, vectors = [n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts])
             self._upsert(notes, vectors, index_text)
 
+    def adopt_index(self, index: VectorIndex) -> None:
+        """Take a persisted vector index (before any note is applied): its slots number the notes."""
+        self.index = self.notes.index = index
+
     def adopt_lexical(self, lexical: LexicalIndex | None) -> None:
         """Take a lexical index built elsewhere for these slots, or (None) rebuild one from the notes."""
         if lexical is not None:
             self.lexical = lexical
             return
         self.lexical = LexicalIndex()
-        for note in self.notes.values():
-            slot = self.index.slot_of[note.id]
-            self.lexical.upsert(slot, lexical_text(note), self._visible_from[slot], self._invalid_at[slot])
+        for slot in self.index.slot_of.values():
+            self.lexical.upsert(slot, lexical_text(self.notes.at(slot)), *self._validity_at(slot))
 
     def _upsert(self, notes: list[Note], vectors: np.ndarray, index_text: bool = True) -> None:
-        for note in notes:
-            old = self.notes.get(note.id)
-            if old is not None:
-                for target in old.link_targets():
-                    self.backlinks[target].discard(note.id)
-            self.notes[note.id] = note
-            for target in note.link_targets():
-                self.backlinks[target].add(note.id)
-            for source in note.source_ids:
-                self.sources[source] = note.id
-            if self.latest is None or note.timestamp >= self.latest.timestamp:
-                self.latest = note
+        olds = {n.id: old for n in notes if (old := self.notes.get(n.id)) is not None}
         slots = self.index.upsert([n.id for n in notes], vectors)
         self._grow_validity()
         for note, slot in zip(notes, slots, strict=True):
+            old = olds.pop(note.id, None)
+            if old is not None:
+                self._unlink(slot, old)
+            self.notes.put(slot, note)
+            self._link(slot, note)
+            if self._latest < 0 or note.timestamp.timestamp() >= self.notes.timestamp[self._latest]:
+                self._latest = slot
             visible = max(note.timestamp, note.valid_at or note.timestamp).timestamp()
             invalid = note.invalid_at.timestamp() if note.invalid_at else np.inf
             self._visible_from[slot], self._invalid_at[slot] = visible, invalid
             if index_text:
                 self.lexical.upsert(slot, lexical_text(note), visible, invalid)
 
-    def _delete(self, note_id: str) -> None:
-        note = self.notes.pop(note_id, None)
-        if note is None:
-            return
-        slot = self.index.slot_of.get(note_id)
-        if slot is not None:
-            self.lexical.remove(slot)
-        self.index.remove([note_id])
+    def _link(self, slot: int, note: Note) -> None:
         for target in note.link_targets():
-            self.backlinks[target].discard(note_id)
+            at = self.index.slot_of.get(target)
+            if at is not None:
+                self.backlinks.setdefault(at, []).append(slot)
         for source in note.source_ids:
-            self.sources.pop(source, None)
+            self._sources[hash(source)] = slot
+
+    def _unlink(self, slot: int, note: Note) -> None:
+        for target in note.link_targets():
+            sources = self.backlinks.get(self.index.slot_of.get(target, -1))
+            if sources is not None and slot in sources:
+                sources.remove(slot)
+        for source in note.source_ids:
+            if self._sources.get(hash(source)) == slot:
+                del self._sources[hash(source)]
+
+    def _delete(self, note_id: str) -> None:
+        slot = self.index.slot_of.get(note_id)
+        if slot is None or self.notes.record(slot) is None:
+            return
+        self._unlink(slot, self.notes.at(slot))
+        self.lexical.remove(slot)
         self.history.drop(note_id)
-        for other_id in self.backlinks.pop(note_id, set()):
-            other = self.notes.get(other_id)
-            if other is not None:
-                other.links = [link for link in other.links if link.target != note_id]
+        for other in self.backlinks.pop(slot, []):
+            note = self.notes.at(other)
+            note.links = [link for link in note.links if link.target != note_id]
+            self.notes.put(other, note)
+        self.notes.clear(slot)
+        self.index.remove([note_id])
+        if slot == self._latest:
+            self._latest = self._newest_slot()
+
+    def _newest_slot(self) -> int:
+        live = np.flatnonzero(self.index.live)
+        return int(live[np.argmax(self.notes.timestamp[live])]) if len(live) else -1
 
     def _grow_validity(self) -> None:
         """Capacity doubles, so growing costs O(1) amortised per note, not a copy per batch."""
@@ -132,7 +169,9 @@ class TenantMemory:
 
     def validity(self, note_id: str) -> tuple[float, float]:
         """(visible from, invalid at) of a note, epoch seconds (inf: still valid)."""
-        slot = self.index.slot_of[note_id]
+        return self._validity_at(self.index.slot_of[note_id])
+
+    def _validity_at(self, slot: int) -> tuple[float, float]:
         return float(self._visible_from[slot]), float(self._invalid_at[slot])
 
     def vector(self, note_id: str) -> np.ndarray:
@@ -142,10 +181,9 @@ class TenantMemory:
         """(linked note id, reason) in both directions."""
         note = self.get(note_id)
         out = [(link.target, link.reason) for link in note.links if link.target in self.notes]
-        for source in self.backlinks.get(note_id, ()):
-            src = self.notes.get(source)
-            if src is not None:
-                out.extend((source, link.reason) for link in src.links if link.target == note_id)
+        for source in self.backlinks.get(self.index.slot_of[note_id], ()):
+            src = self.notes.at(source)
+            out.extend((src.id, link.reason) for link in src.links if link.target == note_id)
         return out
 
 

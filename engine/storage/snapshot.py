@@ -2,7 +2,9 @@
 
 Layout under a tenant folder:
     snap-<seq>/notes.parquet     one row per note, typed columns, `embedding` a fixed-size float32 list
-    snap-<seq>/versions.parquet  prior versions (note as JSON, embedding, stage, cause, changed_at)
+    snap-<seq>/versions.arrow    prior versions (note as JSON, embedding, stage, cause, changed_at), an
+                                 Arrow IPC file the open tenant memory-maps (engine/state/history.py);
+                                 older snapshots have versions.parquet instead, read whole
     snap-<seq>/lexical/          the tantivy index of those notes (slot = row), a derived index
     snap-<seq>/index.faiss       the vector index at <seq> (engine/state/index_file.py: own CRC; a damaged
                                  or stale one is rebuilt from the notes' vectors with a logged message)
@@ -33,6 +35,7 @@ import pyarrow.parquet as pq
 from engine.errors import ConfigError, CorruptIndex, CorruptStore, StoreError
 from engine.model.changes import ChangeSet
 from engine.model.records import dumps, note_from_record, note_to_record
+from engine.state.history import write_file as write_versions
 from engine.state.lexical import LexicalIndex
 from engine.state.tenant_state import TenantMemory, lexical_text
 from engine.state.vector_index import VectorIndex
@@ -43,6 +46,8 @@ INDEX_FILE = "index.faiss"
 log = logging.getLogger("amem")
 
 LEXICAL = "lexical"
+VERSIONS = "versions.arrow"
+_OLD_VERSIONS = "versions.parquet"
 _LIST_FIELDS = {"keywords", "tags", "source_ids"}
 _JSON_FIELDS = {"links", "metadata", "occurrences"}
 
@@ -71,11 +76,10 @@ def write_snapshot(folder: Path, tm: TenantMemory, seq: int, encoder: str) -> Sn
 def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder: str) -> SnapshotInfo:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    files = {"notes.parquet": _notes_table(tm), "versions.parquet": tm.history.table()}
-    sums = {}
-    for name, table in files.items():
-        pq.write_table(table, tmp / name)
-        sums[name] = _sha256(tmp / name)
+    files = {"notes.parquet": _notes_table(tm), VERSIONS: tm.history.table()}
+    pq.write_table(files["notes.parquet"], tmp / "notes.parquet")
+    write_versions(files[VERSIONS], tmp / VERSIONS)
+    sums = {name: _sha256(tmp / name) for name in files}
     derived = _write_lexical(tmp / LEXICAL, tm)
     meta = {
         "schema_version": SCHEMA_VERSION,
@@ -100,6 +104,7 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
         folder / "manifest.json",
         json.dumps({"schema_version": SCHEMA_VERSION, "current": final.name, "seq": seq}).encode(),
     )
+    tm.history.rebase(final / VERSIONS)
     return SnapshotInfo(seq=seq, path=final, meta=meta)
 
 
@@ -124,18 +129,32 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str) -> SnapshotInfo:
     _check_meta(path, meta, tm, encoder)
     try:
         notes = pq.read_table(path / "notes.parquet")
-        versions = pq.read_table(path / "versions.parquet")
+        versions = _read_versions(path)
     except (OSError, pa.ArrowException) as exc:
-        raise CorruptStore(f"{path}: unreadable Parquet file ({exc})") from exc
-    rows = {"notes.parquet": notes.num_rows, "versions.parquet": versions.num_rows}
+        raise CorruptStore(f"{path}: unreadable Parquet or Arrow file ({exc})") from exc
+    rows = {"notes.parquet": notes.num_rows, _versions_name(path): versions.num_rows}
     if any(meta["rows"].get(name) != count for name, count in rows.items()):
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
     _load_index(path / INDEX_FILE, tm, int(meta["seq"]), notes.num_rows)
     # a loaded index keeps every note's slot
     tm.apply(_changes_from_tables(notes, tm.index.dim), index_text=False)
     tm.adopt_lexical(_read_lexical(path, meta, tm, notes.column("id").to_pylist()))
-    tm.history.load(versions)
+    if _versions_name(path) == VERSIONS:
+        tm.history.load(path / VERSIONS)
+    else:
+        tm.history.load_table(versions)
     return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta)
+
+
+def _versions_name(path: Path) -> str:
+    return VERSIONS if (path / VERSIONS).exists() or not (path / _OLD_VERSIONS).exists() else _OLD_VERSIONS
+
+
+def _read_versions(path: Path) -> pa.Table:
+    """The versions table (memory-mapped: only its row count is read here)."""
+    if _versions_name(path) == VERSIONS:
+        return pa.ipc.open_file(pa.memory_map(str(path / VERSIONS))).read_all()
+    return pq.read_table(path / _OLD_VERSIONS)
 
 
 def _load_index(path: Path, tm: TenantMemory, seq: int, notes: int) -> None:
@@ -151,7 +170,7 @@ def _load_index(path: Path, tm: TenantMemory, seq: int, notes: int) -> None:
     if len(index) != notes:
         log.warning("%s: %d notes for %d in the snapshot; rebuilding the index", path, len(index), notes)
         return
-    tm.index = index
+    tm.adopt_index(index)
 
 
 _META_FIELDS = {"schema_version": int, "seq": int, "encoder": str, "dim": int, "rows": dict, "sha256": dict}

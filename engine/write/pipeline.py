@@ -108,8 +108,9 @@ class WritePipeline:
         fresh, seen = [], set()
         for i in sorted(range(len(items)), key=lambda j: items[j].timestamp):
             source = items[i].source_id
-            if source and source in tm.sources:
-                ids[i] = tm.sources[source]
+            known = tm.note_of_source(source) if source else None
+            if known is not None:
+                ids[i] = known
             elif not source or source not in seen:
                 fresh.append(i)
                 seen.add(source)

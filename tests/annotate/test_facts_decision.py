@@ -180,3 +180,27 @@ def test_the_reason_is_recorded_on_the_retired_version_and_survives_the_record_c
     assert version.cause == new
     assert version.reason == "superseded: same attribute 'my manager', change cue 'now'"
     assert version_from_record(version_to_record(version)).reason == version.reason
+
+
+# --- v2 signals -----------------------------------------------------------------------------------
+def test_the_attribute_word_renewed_is_a_change() -> None:
+    d = judge("My plumber is Joe Banks, reliable guy.", "hired a new plumber, Rosa, way faster", sim=0.4)
+    assert d == Decision(
+        True, "superseded: same attribute 'plumber', attribute renewed 'a new plumber'", "plumber"
+    )
+    again = judge(
+        "I got a new phone case, bright red.", "a new phone case again lol, the red one cracked", sim=0.6
+    )
+    assert not again.supersedes  # 'a new phone case' in both: nothing was renewed
+
+
+def test_a_party_named_in_the_old_statement_is_the_same_party() -> None:
+    unnamed = judge("My sister lives in Lyon.", "Ana moved to Paris last spring", sim=0.5)
+    assert unnamed == Decision.keep("old statement about 'my sister'")
+    named = judge("My sister Ana lives in Lyon.", "Ana moved to Paris last spring", sim=0.5)
+    assert "old statement about" not in named.reason
+
+
+def test_a_title_is_not_a_vocative() -> None:
+    assert cues.normalise("saw a new dentist, Dr. Alvarez, today") == "saw a new dentist, Dr. Alvarez, today"
+    assert cues.normalise("Thanks, John!") == "Thanks!"

@@ -122,9 +122,9 @@ SNAPSHOT_DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
         lambda s: _truncate(s / "notes.parquet", 0.0),
         "notes.parquet: checksum mismatch",
     ),
-    "flipped versions.parquet": (
-        lambda s: _flip(s / "versions.parquet", 0.9, 2),
-        "versions.parquet: checksum",
+    "flipped versions.arrow": (
+        lambda s: _flip(s / "versions.arrow", 0.9, 2),
+        "versions.arrow: checksum",
     ),
     "deleted notes.parquet": (lambda s: (s / "notes.parquet").unlink(), "notes.parquet: checksum mismatch"),
     "deleted meta.json": (lambda s: (s / "meta.json").unlink(), "meta.json: unreadable snapshot metadata"),

@@ -7,7 +7,9 @@ moved"), or a change ("now", "no longer", "sold", "switched"). engine.annotate.f
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Mapping
 
 from engine.text import STOPWORDS, stem
 
@@ -26,7 +28,9 @@ __all__ = [
     "first_match",
     "is_question",
     "masked",
+    "renewed",
     "normalise",
+    "party_names",
     "third_party",
     "values",
 ]
@@ -165,15 +169,19 @@ CHANGE = _rx(
 REPLACEMENT = _rx(r"instead", r"no longer", r"any ?more", r"switched", r"replaced", r"swapped", r"traded")
 """Cues that name a replacement outright: a shared word then suffices for the attribute."""
 
+CACHE = 1 << 16
+"""Texts whose readings are kept per reader: a few batches of notes and their candidates."""
+
 _POSSESSED = re.compile(
     r"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|old|current|usual|favou?rite)\s+)?([a-z]+)(?='s|\s+(?:is|are|was|'s|now|since|"
     r"these|named|called|[A-Z])\b|\s*[,.!;:]|$)"
 )
 
 
-def possessed(text: str) -> set[str]:
+@functools.lru_cache(maxsize=CACHE)
+def possessed(text: str) -> frozenset[str]:
     """Nouns the speaker owns ('my manager', 'our car insurance' -> 'car'): the attribute a fact is about."""
-    return {stem(m.group(1).lower()) for m in _POSSESSED.finditer(text)} - {"own", "life", "way"}
+    return frozenset({stem(m.group(1).lower()) for m in _POSSESSED.finditer(text)} - {"own", "life", "way"})
 
 
 _QUESTION = re.compile(r"\?\s*(?:[\W_]*)$")
@@ -210,6 +218,7 @@ _GENERIC = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=CACHE)
 def normalise(text: str) -> str:
     """Straight quotes; no stage directions ('[shares a photo of ...]'); no vocatives ('Thanks, John!')."""
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
@@ -217,14 +226,38 @@ def normalise(text: str) -> str:
 
 
 _STAGE = re.compile(r"\[[^\]]*\]")
-_VOCATIVE = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!?.,])|\b(?:Hey|Hi|Hello)\s+[A-Z][a-z]+\b")
+_VOCATIVE = re.compile(
+    r",\s*(?!(?:Dr|Mr|Mrs|Ms|Prof|St)\b)[A-Z][a-z]+(?=\s*[!?.,])|\b(?:Hey|Hi|Hello)\s+[A-Z][a-z]+\b"
+)  # ', Dr. Alvarez' is a title, not 'Thanks, John!'
+_PARTY_NAME = re.compile(rf"\b(?:my|our)\s+(?:\w+\s+)?(?:{_RELATIONS})\s+(?P<name>(?-i:[A-Z])[a-z]+)", re.I)
+_RENEWED = re.compile(r"\b(?:a|my|our)\s+new\s+(?P<word>[a-z]+)", re.I)
+"""'a new dentist', 'my new number' (not 'new worlds', 'some new book recommendations')."""
 
 
+@functools.lru_cache(maxsize=CACHE)
+def party_names(text: str) -> frozenset[str]:
+    """Names given to a related party ('my boyfriend Marco' -> 'marco'): a later 'Marco and I' is that party."""
+    return frozenset(m.group("name").lower() for m in _PARTY_NAME.finditer(text))
+
+
+def renewed(old_text: str, new_text: str) -> str | None:
+    """'a new dentist', 'my new number': an attribute word of the old statement replaced by a new one (and
+    not already 'new' there: the same phrase twice is no change)."""
+    stems, old_lower = content_stems(old_text), old_text.lower()
+    for m in _RENEWED.finditer(new_text):
+        phrase = m.group(0).lower()
+        if _stem(m.group("word").lower()) in stems and phrase not in old_lower:
+            return phrase
+    return None
+
+
+@functools.lru_cache(maxsize=4 * CACHE)
 def first_match(pattern: re.Pattern[str], text: str) -> str | None:
     m = pattern.search(text)
     return m.group(0).strip().lower() if m else None
 
 
+@functools.lru_cache(maxsize=CACHE)
 def is_question(text: str) -> bool:
     """The statement opens or ends with a question ('Did you see the game? What a finish!')."""
     sentences = [x for x in _SENTENCE.split(text.strip()) if x.strip()]
@@ -243,11 +276,13 @@ _PRESENT = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=CACHE)
 def is_past_event(text: str) -> bool:
     """A narrated past event ('My coffee went cold again'), not a standing fact that a change could end."""
     return bool(_PAST_EVENT.search(text)) and not _PRESENT.search(text)
 
 
+@functools.lru_cache(maxsize=CACHE)
 def third_party(text: str) -> str | None:
     """'my brother', 'she': the new statement is about someone else and the speaker is not its subject."""
     if _FIRST_SUBJECT.search(text):
@@ -262,13 +297,14 @@ def third_party(text: str) -> str | None:
     return m3.group("name").lower() if m3 else None
 
 
-def values(text: str) -> set[str]:
+@functools.lru_cache(maxsize=CACHE)
+def values(text: str) -> frozenset[str]:
     """Numbers and proper names, lowercased word by word: what differs between two values of one attribute."""
     found = {m.group(0).lower().strip("$.,:") for m in _NUMBER.finditer(text)}
     for m in _NAME.finditer(text):
         found |= {w.lower().removesuffix("'s") for w in m.group(0).split() if w not in _NOT_VALUES}
     found |= {w.replace(",", "") for w in found}
-    return {v for v in found if v and v not in STOPWORDS and v.rstrip("s") not in _CALENDAR}
+    return frozenset(v for v in found if v and v not in STOPWORDS and v.rstrip("s") not in _CALENDAR)
 
 
 _NOT_VALUES = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
@@ -278,13 +314,15 @@ _CALENDAR = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=CACHE)
 def masked(text: str) -> str:
     """The statement with its values replaced, so similarity measures the attribute, not the value."""
     text = _NUMBER.sub("some", normalise(text))
     return _NAME.sub(lambda m: m.group(0) if m.group(0) in ("I", "I'm", "I've", "I'd") else "someone", text)
 
 
-def content_stems(text: str) -> dict[str, str]:
+@functools.lru_cache(maxsize=CACHE)
+def content_stems(text: str) -> Mapping[str, str]:
     """Stem -> word for the head content words (no stopwords, no filler, no relation words): the candidate
     attribute nouns and verbs. A word directly followed by another content word is a modifier ('phone' in
     'phone battery') and left out: only the compound's head ('battery') names the attribute."""
@@ -304,4 +342,7 @@ def _stem(word: str) -> str:
 
 
 def _is_content(w: str) -> bool:
-    return len(w) > 2 and w not in STOPWORDS | _GENERIC | _RELATION_WORDS and w.rstrip("s") not in _CALENDAR
+    return len(w) > 2 and w not in _NOT_CONTENT and w.rstrip("s") not in _CALENDAR
+
+
+_NOT_CONTENT = STOPWORDS | _GENERIC | _RELATION_WORDS

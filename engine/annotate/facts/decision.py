@@ -6,7 +6,8 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
 1. Guards, each a reason to keep the old fact: the same statement; a question (new or old); an old
    statement that narrates a past event; a new one that is a negated past ("never did quit", "almost sold"),
    hypothetical ("if I got the job I'd move", "someday"), additive ("also", "too", "another", "on top of"),
-   continuity ("still"), or about a third party ("my brother moved") the old statement was not about.
+   continuity ("still"), or about a third party ("my brother moved") the old statement was not about (a
+   party named there counts: 'my boyfriend Marco' / 'Marco and I broke up').
 2. The attribute-frame lexicon (engine.annotate.facts.rules), when it reads both facts: a changed value
    supersedes (it resolves subjects itself: 'the meeting' is anyone's to move); the same value, or amounts
    of two different things, is kept. Otherwise another speaker's statement is kept.
@@ -14,7 +15,8 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
    head noun or verb with the masked statements (numbers and names -> placeholders) at least moderately
    close in embedding space (`similarity`, computed by the caller from `masked()` texts); the old value
    named again next to a change cue; a name or number replaced in close statements; or very close wording.
-4. A change: an ending cue naming the old thing ("sold the Outback", "no longer", "quit"), or, unless every
+4. A change: an ending cue naming the old thing ("sold the Outback", "no longer", "quit"); the old
+   statement's attribute word renewed ("a new dentist"); or, unless every
    old value is said again (a restatement), a change cue ("now", "these days", "since the reorg",
    "switched", "instead") or a value replaced (an old name or number gone, a new one in its place).
 
@@ -24,6 +26,7 @@ true fact from default search.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +37,17 @@ import engine.annotate.facts.cues as cues
 from engine.annotate.facts.rules import frame_attribute, frame_distinct
 from engine.annotate.facts.rules import supersedes as frame_supersedes
 
-__all__ = ["HIGH", "LOW", "Decision", "Statement", "confirm", "decide", "masked", "similarity"]
+__all__ = [
+    "HIGH",
+    "LOW",
+    "Decision",
+    "Similarity",
+    "Statement",
+    "confirm",
+    "decide",
+    "masked",
+    "similarity",
+]
 
 MAX_WORDS = 25
 """Beyond this the general path stays out: a long chat turn touches many topics, so a shared word or a
@@ -49,6 +62,9 @@ MID = 0.40
 """Cosine at which statements whose value was replaced (a number by a number, a name by a name) agree."""
 
 masked = cues.masked
+Similarity = float | Callable[[], float] | None
+"""The masked-statement cosine, or a function computing it: asked for only when no guard has decided, so
+the encoder runs for the pairs that reach the attribute test (most pairs of a chat stop at a guard)."""
 _CLAUSE = re.compile(r"(?<=[.!?;:])\s+|,\s+|\s+(?:and|but|so|because|since)\s+")
 
 
@@ -72,7 +88,7 @@ class Decision:
         return cls(False, f"kept: {why}")
 
 
-def decide(old: Statement, new: Statement, similarity: float | None = None) -> Decision:
+def decide(old: Statement, new: Statement, similarity: Similarity = None) -> Decision:
     """Whether `new` (said later) retires the fact `old` states; `similarity` = cosine of the masked texts."""
     old_text, new_text = cues.normalise(old.text), cues.normalise(new.text)
     guard = _guard(old, new, old_text, new_text)
@@ -90,16 +106,17 @@ def decide(old: Statement, new: Statement, similarity: float | None = None) -> D
         return Decision.keep(f"different attributes (frame) {distinct}")
     if len(old_text.split()) > MAX_WORDS or len(new_text.split()) > MAX_WORDS:
         return Decision.keep(f"longer than {MAX_WORDS} words and not read by the lexicon")
-    attribute = _same_attribute(old_text, new_text, similarity)
+    sim = _resolve(similarity)
+    attribute = _same_attribute(old_text, new_text, sim)
     if attribute is None:
         return Decision.keep("no shared attribute")
-    change = _change(old_text, new_text, -1.0 if similarity is None else similarity)
+    change = _change(old_text, new_text)
     if change is None:
         return Decision.keep(f"same attribute '{attribute}', no change signal")
     return Decision(True, f"superseded: same attribute '{attribute}', {change}", attribute=attribute)
 
 
-def confirm(old: Statement, new: Statement, similarity: float | None, claim: str) -> Decision:
+def confirm(old: Statement, new: Statement, similarity: Similarity, claim: str) -> Decision:
     """Vet another judge's supersession (the LLM's evolve answer, reason `claim`) with the same guards:
     it stands only when no guard fires and the two statements share an attribute."""
     old_text, new_text = cues.normalise(old.text), cues.normalise(new.text)
@@ -109,7 +126,7 @@ def confirm(old: Statement, new: Statement, similarity: float | None, claim: str
     if guard is not None:
         return Decision.keep(f"{guard.reason.removeprefix('kept: ')} (overruled: {claim})")
     frame = frame_supersedes(old_text, old.speaker, new_text, new.speaker)
-    attribute = frame.split(":")[0] if frame else _same_attribute(old_text, new_text, similarity)
+    attribute = frame.split(":")[0] if frame else _same_attribute(old_text, new_text, _resolve(similarity))
     if attribute is None:
         return Decision.keep(f"no shared attribute (overruled: {claim})")
     return Decision(True, f"superseded: same attribute '{attribute}', {claim}", attribute=attribute)
@@ -125,6 +142,19 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
         return Decision.keep("old statement is a question")
     if cues.is_past_event(old_text):
         return Decision.keep("old statement is a past event")
+    if cue := _guard_cue(new_text):
+        return Decision.keep(cue)
+    party, old_party = cues.third_party(new_text), cues.third_party(old_text)
+    if party is not None and party not in old_text.lower():
+        return Decision.keep(f"third person '{party}'")
+    if old_party is not None and old_party not in new_text.lower() and not _names_party(old_text, new_text):
+        return Decision.keep(f"old statement about '{old_party}'")
+    return None
+
+
+@functools.lru_cache(maxsize=cues.CACHE)
+def _guard_cue(new_text: str) -> str | None:
+    """The first guard cue of the new statement ("additive cue 'also'"): cached, as it depends on it alone."""
     for name, pattern in (
         ("negated past", cues.NEGATED_PAST),
         ("hypothetical", cues.HYPOTHETICAL),
@@ -132,13 +162,17 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
         ("continuity", cues.STILL),
     ):
         if cue := cues.first_match(pattern, new_text):
-            return Decision.keep(f"{name} cue '{cue}'")
-    party, old_party = cues.third_party(new_text), cues.third_party(old_text)
-    if party is not None and party not in old_text.lower():
-        return Decision.keep(f"third person '{party}'")
-    if old_party is not None and old_party not in new_text.lower():
-        return Decision.keep(f"old statement about '{old_party}'")
+            return f"{name} cue '{cue}'"
     return None
+
+
+def _names_party(old_text: str, new_text: str) -> bool:
+    """The new statement names the party the old one was about ('my boyfriend Marco' / 'Marco and I')."""
+    return any(_says(new_text, name) for name in cues.party_names(old_text))
+
+
+def _resolve(similarity: Similarity) -> float | None:
+    return similarity() if callable(similarity) else similarity
 
 
 def _other_speaker(a: str | None, b: str | None) -> bool:
@@ -178,10 +212,15 @@ def _ends_old_thing(old_text: str, new_text: str, cue: str) -> bool:
 
 def _says(text: str, value: str) -> bool:
     """The text names the value, wherever it stands ('Acme pays me' names 'acme')."""
-    return bool(re.search(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", text, re.I))
+    return bool(_value_pattern(value).search(text))
 
 
-def _value_replaced(old_values: set[str], new_values: set[str]) -> bool:
+@functools.lru_cache(maxsize=cues.CACHE)
+def _value_pattern(value: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", re.I)
+
+
+def _value_replaced(old_values: frozenset[str], new_values: frozenset[str]) -> bool:
     """A number gave way to a number, or a name to a name: the same slot with another filler."""
     old_num, new_num = {v for v in old_values if v[:1].isdigit()}, {v for v in new_values if v[:1].isdigit()}
     if old_num - new_num and new_num - old_num:
@@ -192,12 +231,18 @@ def _value_replaced(old_values: set[str], new_values: set[str]) -> bool:
 
 def similarity(encode: Callable[[list[str]], np.ndarray], old_text: str, new_text: str) -> float:
     """Cosine of the masked statements: the whole new one or its closest clause, whichever is closer."""
-    parts = [new_text] + [c for c in _CLAUSE.split(new_text) if len(c.split()) > 1]
-    vecs = encode([masked(old_text)] + [masked(p) for p in dict.fromkeys(parts)])
+    vecs = encode([masked(old_text), *masked_parts(new_text)])
     return float((vecs[1:] @ vecs[0]).max())
 
 
-def _change(old_text: str, new_text: str, similarity: float) -> str | None:
+@functools.lru_cache(maxsize=cues.CACHE)
+def masked_parts(new_text: str) -> tuple[str, ...]:
+    """The masked new statement and its masked clauses (of two words or more), each once."""
+    parts = [new_text] + [c for c in _CLAUSE.split(new_text) if len(c.split()) > 1]
+    return tuple(masked(p) for p in dict.fromkeys(parts))
+
+
+def _change(old_text: str, new_text: str) -> str | None:
     old_values, new_values = cues.values(old_text), cues.values(new_text)
     kept = {v for v in old_values if _says(new_text, v)}
     new_text = masked(new_text)  # a cue inside a name ('New York') is no cue
@@ -205,6 +250,8 @@ def _change(old_text: str, new_text: str, similarity: float) -> str | None:
     if ending:  # 'not in Paris anymore' ends Paris, not New York
         names_old = kept or not old_values or not new_values or _ends_old_thing(old_text, new_text, ending)
         return f"ending cue '{ending}'" if names_old else None
+    if cue := cues.renewed(old_text, new_text):
+        return f"attribute renewed '{cue}'"
     if old_values and kept == old_values:
         return None  # every value of the old statement is said again: a restatement
     if cue := cues.first_match(cues.CHANGE, new_text):

@@ -1,187 +1,37 @@
 """Evidence recall@k on LoCoMo: amem vs plain BM25 in the same run, tuned vs held-out conversations.
 
-    python -m bench.locomo [--split] [--variants] [--only tuned] [--encoder minilm] [--no-expand]
+    python -m bench.locomo [--split] [--variants] [--encoders] [--only tuned] [--encoder minilm]
 
-Each conversation is one tenant, one note per turn (dia_id kept in metadata). For every question,
-recall@k = |evidence ∩ top-k dia_ids| / |evidence|, averaged per category. `--split` reports the tuned
-conversations (SPLIT["tuned"], the only ones levers were designed on) and the held-out ones apart.
-`--variants` ingests once and runs every recall lever of VARIANTS on the same notes (the table in
-docs/recall.md); the chosen defaults are RecallConfig's.
+Each conversation is one tenant, one note per turn (bench.locomo_eval scores it). `--split` reports the
+tuned conversations (SPLIT["tuned"], the only ones levers were designed on) and the held-out ones apart.
+`--variants` ingests once and runs every recall lever (bench.locomo_variants) on the same notes;
+`--encoders` also ingests with MiniLM and prints the encoder table (WordLlama, WordLlama re-scored by
+MiniLM, MiniLM: recall, ingest and query cost). The tables are written as markdown too
+(bench/results/<name>_tables.md: the tables of docs/recall.md and the README).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.common import LOCOMO, RESULTS, table, write_json
-from engine import Config, Memory
-from engine.io.chatlog import read_chatlog
-from engine.state.lexical import LexicalIndex
-
-KS = (1, 2, 5, 10, 25, 50)
-SHOWN = (5, 10, 25)
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-SPLIT = {"tuned": ("conv-26", "conv-30", "conv-41"), "held-out": ("conv-42", "conv-43")}
-"""Fixed by sample id: levers are designed on "tuned" only; "held-out" is reported, never inspected."""
-TODAY = {
-    "fusion": "minmax",
-    "strip_names": False,
-    "speaker_boost": 0.0,
-    "temporal_boost": 0.0,
-    "neighbour_weight": 0.0,
-    "second_round_weight": 0.0,
-    "prf_weight": 0.0,
-    "short_turn_penalty": 0.0,
-}
-"""The recall settings before issue 14 (every lever off)."""
-SPEAKER_NB_TIME = {"speaker_boost": 0.3, "neighbour_weight": 0.2, "temporal_boost": 0.1}
-VARIANTS: dict[str, dict[str, Any] | None] = {
-    "today (levers off)": {},
-    "fusion rrf": {"fusion": "rrf"},
-    "fusion zscore": {"fusion": "zscore"},
-    "lexical weight 0.5": {"lexical_weight": 0.5},
-    "strip names": {"strip_names": True},
-    "speaker boost 0.1": {"speaker_boost": 0.1},
-    "speaker boost 0.2": {"speaker_boost": 0.2},
-    "speaker boost 0.3": {"speaker_boost": 0.3},
-    "speaker boost 0.5": {"speaker_boost": 0.5},
-    "speaker 0.3 + addressed": {"speaker_boost": 0.3, "speaker_addressed": True},
-    "temporal boost 0.1": {"temporal_boost": 0.1},
-    "temporal boost 0.2": {"temporal_boost": 0.2},
-    "neighbours 0.1": {"neighbour_weight": 0.1},
-    "neighbours 0.2": {"neighbour_weight": 0.2},
-    "neighbours 0.3": {"neighbour_weight": 0.3},
-    "second round 0.2": {"second_round_weight": 0.2},
-    "second round 0.4": {"second_round_weight": 0.4},
-    "bm25 prf 0.3": {"prf_weight": 0.3},
-    "short-turn penalty 0.2": {"short_turn_penalty": 0.2},
-    "no link expansion": {"expand_links": False},
-    "speaker 0.3 + neighbours 0.2": {"speaker_boost": 0.3, "neighbour_weight": 0.2},
-    "speaker + neighbours + temporal 0.1": SPEAKER_NB_TIME,
-    "  + temporal 0.2": SPEAKER_NB_TIME | {"temporal_boost": 0.2},
-    "  + strip names": SPEAKER_NB_TIME | {"strip_names": True},
-    "  + bm25 prf 0.3": SPEAKER_NB_TIME | {"prf_weight": 0.3},
-    "  + second round 0.4": SPEAKER_NB_TIME | {"second_round_weight": 0.4},
-    "  + zscore fusion": SPEAKER_NB_TIME | {"fusion": "zscore"},
-    "  + short-turn penalty 0.2": SPEAKER_NB_TIME | {"short_turn_penalty": 0.2},
-    "  + prf 0.3 + short 0.2 (= defaults)": SPEAKER_NB_TIME | {"prf_weight": 0.3, "short_turn_penalty": 0.2},
-    "  + prf + short + second round 0.4": SPEAKER_NB_TIME
-    | {"prf_weight": 0.3, "short_turn_penalty": 0.2, "second_round_weight": 0.4},
-    "defaults (RecallConfig)": None,  # None: the shipped defaults, nothing overridden
-}
-
-
-def load(path: Path) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
-    turns: dict[str, list[Any]] = defaultdict(list)
-    for rec in read_chatlog(path, fmt="locomo"):
-        turns[rec.tenant].append(rec.interaction)  # type: ignore[index]
-    questions = [dict(q, tenant=s["sample_id"]) for s in json.loads(path.read_text()) for q in s["qa"]]
-    return turns, questions
-
-
-def split_of(tenant: str) -> str:
-    return next((name for name, ids in SPLIT.items() if tenant in ids), "other")
-
-
-def amem_rankings(mem: Memory, questions: list[dict[str, Any]]) -> list[list[str]]:
-    return [
-        [h.note.metadata.get("dia_id") for h in mem.search(q["question"], tenant=q["tenant"], k=max(KS))]
-        for q in questions
-    ]
-
-
-def bm25_rankings(turns: dict[str, list[Any]], questions: list[dict[str, Any]]) -> list[list[str]]:
-    indexes = {}
-    for tenant, items in turns.items():
-        bm = LexicalIndex()
-        for slot, it in enumerate(items):
-            bm.upsert(slot, it.content, 0.0, np.inf)
-        indexes[tenant] = (bm, [it.metadata["dia_id"] for it in items])
-    out = []
-    for q in questions:
-        bm, dia = indexes[q["tenant"]]
-        slots, _ = bm.top(q["question"], max(KS), any_time=True)
-        out.append([dia[i] for i in slots])
-    return out
-
-
-def recall_table(questions: list[dict[str, Any]], rankings: list[list[str]]) -> dict[str, dict[str, float]]:
-    """{category: {R@k: mean recall, n}} with a "cat 1-4" row."""
-    per: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for q, ranked in zip(questions, rankings, strict=True):
-        evidence = {e for e in q.get("evidence", []) if e}
-        if not evidence:
-            continue
-        for k in KS:
-            got = len(evidence & set(ranked[:k])) / len(evidence)
-            per[CATEGORIES[q["category"]]][k].append(got)
-            if q["category"] in (1, 2, 3, 4):
-                per["cat 1-4"][k].append(got)
-    return {
-        cat: {f"R@{k}": float(np.mean(v)) for k, v in ks.items()} | {"n": len(ks[KS[0]])}
-        for cat in ["cat 1-4", *CATEGORIES.values()]
-        if (ks := per.get(cat))
-    }
-
-
-def by_split(questions: list[dict[str, Any]], rankings: list[list[str]]) -> dict[str, Any]:
-    """Recall tables for every split present, and for all questions together ("all")."""
-    out = {"all": recall_table(questions, rankings)}
-    for name in SPLIT:
-        rows = [(q, r) for q, r in zip(questions, rankings, strict=True) if split_of(q["tenant"]) == name]
-        if rows:
-            out[name] = recall_table([q for q, _ in rows], [r for _, r in rows])
-    return out
-
-
-def ingest(config: Config, turns: dict[str, list[Any]], batch: int) -> tuple[Memory, float]:
-    mem = Memory(config=config)
-    started = time.perf_counter()
-    for tenant, items in turns.items():
-        for i in range(0, len(items), batch):
-            mem.add_interactions(items[i : i + batch], tenant=tenant)
-    return mem, time.perf_counter() - started
-
-
-def timed_rankings(mem: Memory, questions: list[dict[str, Any]]) -> tuple[list[list[str]], float, float]:
-    """Rankings, wall ms and CPU ms per search (CPU time: steadier than wall on a shared machine)."""
-    started, cpu = time.perf_counter(), time.process_time()
-    ranked = amem_rankings(mem, questions)
-    n = max(1, len(questions))
-    return ranked, (time.perf_counter() - started) * 1000 / n, (time.process_time() - cpu) * 1000 / n
-
-
-def run_variants(
-    mem: Memory, base: Config, questions: list[dict[str, Any]], ingest_s: float, only: list[str] | None = None
-) -> list[dict[str, Any]]:
-    rows = []
-    for name, overrides in VARIANTS.items():
-        if only and name not in only:
-            continue
-        mem.config = base if overrides is None else base.with_(**(TODAY | overrides))
-        ranked, ms, cpu_ms = timed_rankings(mem, questions)
-        tables = by_split(questions, ranked)
-        row: dict[str, Any] = {"variant": name}
-        for split, t in tables.items():
-            row[f"{split} R@10"] = t["cat 1-4"]["R@10"]
-        row |= {
-            "multi-hop R@10": tables["all"]["multi-hop"]["R@10"],
-            "held-out multi-hop": tables.get("held-out", {}).get("multi-hop", {}).get("R@10"),
-            "ms/query": ms,
-            "cpu ms/query": cpu_ms,
-            "ingest s": ingest_s,
-        }
-        rows.append(row)
-        print(table([row], list(row)).splitlines()[-1], flush=True)
-    mem.config = base
-    return rows
+from bench.locomo_eval import (
+    KS,
+    SHOWN,
+    SPLIT,
+    bm25_rankings,
+    by_split,
+    ingest,
+    load,
+    split_of,
+    timed_rankings,
+)
+from bench.locomo_variants import ENCODER_ROWS, markdown, run_variants
+from engine import Config
 
 
 def split_tables(ours: dict[str, Any], bm25: dict[str, Any]) -> str:
@@ -196,6 +46,18 @@ def split_tables(ours: dict[str, Any], bm25: dict[str, Any]) -> str:
     return "\n\n".join(out)
 
 
+def split_markdown(ours: dict[str, Any], bm25: dict[str, Any]) -> str:
+    """amem vs BM25, R@5/10/25 per split and category, as a GitHub table."""
+    head = "| split | category | n | amem R@5 | R@10 | R@25 | BM25 R@5 | R@10 | R@25 |"
+    lines = [head, "|" + "---|" * 9]
+    for split, cats in ours.items():
+        for cat, r in cats.items():
+            b = bm25[split][cat]
+            cells = [r[f"R@{k}"] for k in SHOWN] + [b[f"R@{k}"] for k in SHOWN]
+            lines.append(f"| {split} | {cat} | {r['n']} | " + " | ".join(f"{v:.3f}" for v in cells) + " |")
+    return "\n".join(lines)
+
+
 def curves_png(ours: dict[str, Any], bm25: dict[str, Any], split: str, name: str = "locomo") -> Path:
     """Recall@k against k, one panel per category, amem vs BM25."""
     import matplotlib
@@ -206,8 +68,8 @@ def curves_png(ours: dict[str, Any], bm25: dict[str, Any], split: str, name: str
     cats = list(ours[split])
     fig, axes = plt.subplots(1, len(cats), figsize=(3.2 * len(cats), 3.2), sharey=True)
     for ax, cat in zip(np.atleast_1d(axes), cats, strict=True):
-        for name, res in (("amem", ours), ("bm25", bm25)):
-            ax.plot(KS, [res[split][cat][f"R@{k}"] for k in KS], marker="o", label=name)
+        for label, res in (("amem", ours), ("bm25", bm25)):
+            ax.plot(KS, [res[split][cat][f"R@{k}"] for k in KS], marker="o", label=label)
         ax.set_xscale("log")
         ax.set_xticks(KS, [str(k) for k in KS])
         ax.set_title(cat)
@@ -229,12 +91,34 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--encoder", default="wordllama")
     ap.add_argument("--split", action="store_true", help="report tuned and held-out conversations apart")
     ap.add_argument("--only", choices=list(SPLIT), help="ingest and ask only this split's conversations")
-    ap.add_argument("--variants", action="store_true", help="run every lever of VARIANTS on one ingest")
+    ap.add_argument("--variants", action="store_true", help="run every recall lever on one ingest")
     ap.add_argument("--variant", action="append", help="with --variants: run only this one (repeatable)")
+    ap.add_argument("--encoders", action="store_true", help="also ingest with MiniLM: the encoder table")
+    ap.add_argument("--repeat", type=int, default=1, help="passes per variant; costs are the medians")
     ap.add_argument("--no-expand", action="store_true")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--name", default="locomo", help="results file name (bench/results/<name>.json)")
     return ap.parse_args()
+
+
+def encoder_table(
+    args: argparse.Namespace, turns: dict[str, list[Any]], questions: list[dict[str, Any]], first: list[Any]
+) -> list[dict[str, Any]]:
+    """The ENCODER_ROWS of the first encoder (`first`: its variant rows, run if missing) and MiniLM's."""
+    have = {r["variant"]: r for r in first}
+    rows = [have[n] for n in ENCODER_ROWS if n in have]
+    config = Config.of(encoder="minilm", **({"expand_links": False} if args.no_expand else {}))
+    mem, ingest_s = ingest(config, turns, args.batch_size)
+    cost = ingest_cost("minilm", turns, ingest_s)
+    only = [n for n in ENCODER_ROWS if "re-score" not in n]
+    rows += run_variants(mem, config, questions, cost, only, args.repeat)
+    mem.close()
+    return rows
+
+
+def ingest_cost(encoder: str, turns: dict[str, list[Any]], seconds: float) -> dict[str, Any]:
+    n = sum(map(len, turns.values()))
+    return {"encoder": encoder, "ingest s": seconds, "notes/s": n / max(seconds, 1e-9)}
 
 
 def main() -> None:
@@ -245,22 +129,20 @@ def main() -> None:
         questions = [q for q in questions if split_of(q["tenant"]) == args.only]
     config = Config.of(encoder=args.encoder, **({"expand_links": False} if args.no_expand else {}))
     mem, ingest_s = ingest(config, turns, args.batch_size)
-    variants = run_variants(mem, config, questions, ingest_s, args.variant) if args.variants else []
+    cost = ingest_cost(args.encoder, turns, ingest_s)
+    only = list(args.variant or []) if args.variants else list(ENCODER_ROWS)
+    if only and args.encoders:
+        only += [n for n in ENCODER_ROWS if n not in only]
+    variants = []
+    if args.variants or args.encoders:
+        variants = run_variants(mem, config, questions, cost, only, args.repeat)
     ranked, ms, cpu_ms = timed_rankings(mem, questions)
-    ours = by_split(questions, ranked) if args.split else {"all": recall_table(questions, ranked)}
+    ours = by_split(questions, ranked) if args.split else {"all": by_split(questions, ranked)["all"]}
     base_rank = bm25_rankings(turns, questions)
-    bm25 = by_split(questions, base_rank) if args.split else {"all": recall_table(questions, base_rank)}
-    if variants:
-        print("\n" + table(variants, list(variants[0])) + "\n")
-    print(split_tables(ours, bm25))
-    print(
-        f"\nencoder {args.encoder}: ingest {sum(map(len, turns.values()))} turns in {ingest_s:.1f}s; "
-        f"{ms:.2f} ms/search ({cpu_ms:.2f} CPU ms); R@10 cat 1-4: "
-        + "; ".join(
-            f"{s} amem {ours[s]['cat 1-4']['R@10']:.3f} vs bm25 {bm25[s]['cat 1-4']['R@10']:.3f}"
-            for s in ours
-        )
-    )
+    bm25 = by_split(questions, base_rank) if args.split else {"all": by_split(questions, base_rank)["all"]}
+    mem.close()
+    encoders = encoder_table(args, turns, questions, variants) if args.encoders else []
+    report(args, ours, bm25, variants, encoders, cost | {"ms/q": ms, "cpu ms/q": cpu_ms})
     for split in ours:
         curves_png(ours, bm25, split, args.name)
     recall = {f.name: getattr(config.recall, f.name) for f in config.recall.__dataclass_fields__.values()}
@@ -272,11 +154,41 @@ def main() -> None:
             "split": {k: list(v) for k, v in SPLIT.items()},
             "amem": ours,
             "bm25": bm25,
-            "variants": variants,
+            "variants": variants if args.variants else [],
+            "encoders": encoders,
             "ingest_s": ingest_s,
             "ms_per_search": ms,
             "cpu_ms_per_search": cpu_ms,
         },
+    )
+
+
+def report(
+    args: argparse.Namespace,
+    ours: dict[str, Any],
+    bm25: dict[str, Any],
+    variants: list[dict[str, Any]],
+    encoders: list[dict[str, Any]],
+    cost: dict[str, Any],
+) -> None:
+    """Print the tables; write the variant and encoder tables as markdown."""
+    parts = ["### amem (defaults) vs BM25\n\n" + split_markdown(ours, bm25)]
+    if args.variants and variants:
+        parts.append("### Variants\n\n" + markdown(variants))
+    if encoders:
+        parts.append("### Encoders\n\n" + markdown(encoders, ("encoder", "variant")))
+    text = "\n\n".join(parts) + "\n"
+    print("\n" + "\n\n".join(parts[1:]) + "\n")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{args.name}_tables.md").write_text(text)
+    print(split_tables(ours, bm25))
+    print(
+        f"\nencoder {args.encoder}: ingest {cost['ingest s']:.1f}s ({cost['notes/s']:.0f} notes/s); "
+        f"{cost['ms/q']:.2f} ms/search ({cost['cpu ms/q']:.2f} CPU ms); R@10 cat 1-4: "
+        + "; ".join(
+            f"{s} amem {ours[s]['cat 1-4']['R@10']:.3f} vs bm25 {bm25[s]['cat 1-4']['R@10']:.3f}"
+            for s in ours
+        ),
     )
 
 

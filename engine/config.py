@@ -167,6 +167,8 @@ class RecallConfig:
     neighbour_weight: float = 0.2
     """Share of the best neighbouring turn's score a candidate gains (session neighbours)."""
     neighbour_gap_s: float = 600.0
+    neighbour_window: int = 2
+    """Turns on each side that count as neighbours (a neighbour d turns away shares score / d)."""
     """Two notes this close in time (and adjacent) are session neighbours."""
     second_round_weight: float = 0.0
     """Weight of a second retrieval round seeded by the first round's top hits (multi-hop)."""
@@ -174,6 +176,11 @@ class RecallConfig:
     """BM25 pseudo-relevance feedback: weight of the top lexical hits' keywords as extra query terms."""
     short_turn_penalty: float = 0.2
     """Taken (in proportion) from turns shorter than 60 characters."""
+    rescore_weight: float = 0.0
+    """MiniLM re-scoring (opt-in, engine.recall.rescore): the top `rescore_depth` candidates gain this
+    x their all-MiniLM-L6-v2 similarity to the query (min-max over them). Costs a transformer forward
+    per query plus one per uncached candidate: see docs/recall.md's encoder table."""
+    rescore_depth: int = 50
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lexical_weight <= 1.0:
@@ -182,6 +189,10 @@ class RecallConfig:
             raise ConfigError("max_query_bytes must be >= 1 and max_query_chars >= 64")
         if self.fusion not in ("minmax", "rrf", "zscore"):
             raise ConfigError(f"fusion must be 'minmax', 'rrf' or 'zscore', got {self.fusion!r}")
+        if self.neighbour_window < 1:
+            raise ConfigError("neighbour_window must be >= 1")
+        if self.rescore_weight < 0 or self.rescore_depth < 0:
+            raise ConfigError("rescore_weight and rescore_depth must be >= 0")
 
 
 @dataclass(slots=True, frozen=True)

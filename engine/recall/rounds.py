@@ -8,7 +8,8 @@
    mean of their vectors a dense one (Rocchio); that round's fused score, x `second_round_weight`,
    adds to the first, so a note reachable only through an entity of a top hit can join.
 BM25 pseudo-relevance feedback (`lexical_scores`) adds `prf_weight` x the scores of the top lexical
-hits' keywords to the query's own lexical scores before any of this.
+hits' keywords to the query's own lexical scores before any of this; MiniLM re-scoring
+(engine.recall.rescore, opt-in) comes after all of it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from engine.config import RecallConfig
 from engine.recall.boosts import boost
 from engine.recall.fusion import fuse_scores
 from engine.recall.query import QueryInfo
+from engine.recall.rescore import rescore
 from engine.recall.view import TenantView
 from engine.state.tenant_state import TenantMemory
 from engine.text import terms
@@ -56,6 +58,10 @@ class Ranker:
             scores = scores + self.config.neighbour_weight * self.best_neighbour(slots, scores)
         if self.config.second_round_weight > 0 and len(slots):
             slots, scores = self.second_round(slots, scores)
+        if self.config.rescore_weight > 0:
+            scores = rescore(
+                self.tm, self.query.text, slots, scores, self.config.rescore_weight, self.config.rescore_depth
+            )
         return slots, scores
 
     def score(self, slots: np.ndarray) -> np.ndarray:
@@ -70,15 +76,18 @@ class Ranker:
         top = [slots[np.argsort(-(self.tm.index.vectors(slots) @ self.query_vec), kind="stable")[:half]]]
         if self.lexical is not None:
             top.append(slots[np.argsort(-self.lexical[slots], kind="stable")[:half]])
-        extra = self.view.neighbours(np.concatenate(top), self.config.neighbour_gap_s).ravel()
+        window = self.config.neighbour_window
+        extra = self.view.neighbours(np.concatenate(top), self.config.neighbour_gap_s, window).ravel()
         extra = extra[extra >= 0]
         return np.union1d(slots, extra[self.mask[extra]])
 
     def best_neighbour(self, slots: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """Each candidate's best neighbouring candidate's score (0 without one)."""
+        """Each candidate's best neighbouring candidate's score, / its distance in turns (0 without one)."""
         by_slot = np.zeros(self.tm.index.num_slots + 1)  # the last cell: "no neighbour" (-1) reads 0
         by_slot[slots] = scores
-        return by_slot[self.view.neighbours(slots, self.config.neighbour_gap_s)].max(axis=1)
+        window = self.config.neighbour_window
+        near = by_slot[self.view.neighbours(slots, self.config.neighbour_gap_s, window)]
+        return (near / np.repeat(np.arange(1, window + 1), 2)).max(axis=1)
 
     def second_round(self, slots: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         seeds = slots[np.argsort(-scores, kind="stable")[:SEEDS]]

@@ -31,19 +31,23 @@ class TenantView:
     timely: np.ndarray
     """Slot -> the content carries a time expression."""
 
-    def neighbours(self, slots: np.ndarray, gap_s: float) -> np.ndarray:
-        """(len(slots), 2): the slots just before and after each in time, -1 where none within gap_s."""
+    def neighbours(self, slots: np.ndarray, gap_s: float, window: int = 1) -> np.ndarray:
+        """(len(slots), 2 * window): the slots 1..window before and after each in time (columns -1, +1,
+        -2, +2, ...), -1 where none, or where a step between consecutive turns exceeds gap_s."""
         slots = np.asarray(slots, dtype=np.int64)
         at = np.where(
             slots < len(self.position), self.position[np.minimum(slots, len(self.position) - 1)], -1
         )
-        out = np.full((len(slots), 2), -1, dtype=np.int64)
-        for col, step in enumerate((-1, 1)):
+        out = np.full((len(slots), 2 * window), -1, dtype=np.int64)
+        for col, step in enumerate(s * d for d in range(1, window + 1) for s in (-1, 1)):
+            prev = at + step - np.sign(step)  # the turn one step closer: the chain must be unbroken
             near = at + step
             ok = (at >= 0) & (near >= 0) & (near < len(self.order))
-            near = np.clip(near, 0, max(len(self.order) - 1, 0))
+            if abs(step) > 1:
+                ok &= out[:, col - 2] >= 0
+            near, prev = (np.clip(x, 0, max(len(self.order) - 1, 0)) for x in (near, prev))
             if len(self.order):
-                ok &= np.abs(self.times[near] - self.times[np.clip(at, 0, None)]) <= gap_s
+                ok &= np.abs(self.times[near] - self.times[prev]) <= gap_s
                 out[ok, col] = self.order[near[ok]]
         return out
 

@@ -10,8 +10,20 @@ from engine.annotate.embedded import EmbeddedAnnotator
 from engine.recall.view import view_of
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-PLAIN = {"k_neighbours": 0, "expand_links": False, "speaker_boost": 0.0, "temporal_boost": 0.0}
-PLAIN |= {"neighbour_weight": 0.0, "second_round_weight": 0.0, "prf_weight": 0.0, "short_turn_penalty": 0.0}
+PLAIN = {
+    "k_neighbours": 0,
+    "expand_links": False,
+    "speaker_boost": 0.0,
+    "temporal_boost": 0.0,
+    "lexical_weight": 0.7,
+}
+PLAIN |= {
+    "neighbour_weight": 0.0,
+    "neighbour_window": 1,
+    "second_round_weight": 0.0,
+    "prf_weight": 0.0,
+    "short_turn_penalty": 0.0,
+}
 
 
 def _memory(encoder, turns: list[tuple[str, str, float]], **levers) -> Memory:
@@ -148,3 +160,38 @@ def test_prf_adds_the_top_hits_keywords_to_the_lexical_query(encoder) -> None:
 def test_other_fusions_still_rank_an_exact_match_first(encoder, fusion: str) -> None:
     turns = [("A", "The violin recital is on Sunday.", 0), ("B", "I bought new running shoes.", 1)]
     assert _ranked(_memory(encoder, turns, fusion=fusion), "When is the violin recital?")[0] == 0
+
+
+def test_session_neighbours_reach_two_turns_when_the_chain_is_unbroken(encoder) -> None:
+    mem = _memory(encoder, [("A", "one", 0), ("B", "two", 0.001), ("A", "three", 0.002), ("B", "four", 5)])
+    with mem._pool.use("default") as t:
+        view = view_of(t.state)
+        s = [t.state.index.slot_of[n.id] for n in sorted(t.state.notes.values(), key=lambda n: n.timestamp)]
+        near = view.neighbours(s, gap_s=600, window=2).tolist()  # columns: -1, +1, -2, +2
+    assert near[0] == [-1, s[1], -1, s[2]]
+    assert near[2] == [s[1], -1, s[0], -1]  # "four" is 5 h later: no +1, so no +2 either
+    assert near[3] == [-1, -1, -1, -1]
+
+
+def test_neighbour_window_two_lets_an_answer_two_turns_later_share_the_score(encoder) -> None:
+    config = Config.of(**PLAIN)
+    mem = Memory(config=config, encoder=encoder, annotator=_NoContext(config, encoder))
+    turns = [("Melanie", f"Filler remark number {i} about the weather and the traffic.", i) for i in range(6)]
+    turns += [
+        ("Melanie", "What activities does your family enjoy doing together?", 10),
+        ("Caroline", "Sorry, the doorbell rang, the delivery guy brought a parcel.", 10 + 5 / 3600),
+        ("Caroline", "Hiking in the hills and board games at home!", 10 + 10 / 3600),
+    ]
+    mem.add_many(
+        [
+            {"content": t, "speaker": w, "timestamp": T0 + timedelta(hours=h), "metadata": {"n": i}}
+            for i, (w, t, h) in enumerate(turns)
+        ]
+    )
+    query = "What activities does Caroline's family enjoy doing together?"
+
+    def answer_score(window: int) -> float:
+        _with(mem, neighbour_weight=0.5, neighbour_window=window)
+        return next(h.score for h in mem.search(query, k=9) if h.note.metadata["n"] == 8)
+
+    assert answer_score(2) > answer_score(1) + 0.05  # half the question turn's score beats the doorbell's

@@ -3,7 +3,7 @@
     python -m bench.scale [--sizes 10000,100000,1000000] [--tenants 10000 --per-tenant 100]
                           [--baseline /work/main --baseline-sizes 10000]
 
-One tenant is grown with `Memory.add_many` (batches of 1,024, chat lines from bench/synthetic.py, embedded
+One tenant is grown with `Memory.add_many` (batches of 1,000 (the API's limit), chat lines from bench/synthetic.py, embedded
 defaults) in a persistent store. At each size: ingest rate of the last segment, RSS per note (RSS growth
 since the empty store over notes held), single-query search p50/p99 (default, and with `as_of`), serial
 QPS, and reopen-to-first-search (a fresh process opens the store and answers one query). The many-tenant
@@ -28,13 +28,41 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve()
-BATCH = 1024
+BATCH = 1000
 QUERIES = 200
 
 
 def rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def anon_mb() -> float:
+    """Anonymous RSS: the process's own memory, without memory-mapped files (versions, indexes on disk)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("RssAnon")) / 1024
+
+
+def concurrent_qps(mem: Any, tenant: str, queries: list[str], threads: int = 8) -> float:
+    from concurrent.futures import ThreadPoolExecutor
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda q: mem.search(q, tenant=tenant, k=10), queries))
+    return len(queries) / (time.perf_counter() - started)
+
+
+def ann_recall(mem: Any, tenant: str, queries: list[str], k: int = 10) -> tuple[str, float]:
+    """The tenant's index tier and its recall@k against exact search over the same visible rows."""
+    vecs = mem.encoder.encode_batch(queries)
+    with mem._pool.use(tenant) as t:  # bench-only look inside: the public API has no raw-index search
+        index, mask = t.state.index, t.state.mask()
+        got = index.search(vecs, k, mask)
+        allowed = np.flatnonzero(index.live & mask)
+        sims = vecs @ index.vectors(allowed).T
+        exact = allowed[np.argsort(-sims, axis=1)[:, :k]]
+        hits = sum(len({s for s, _ in g} & set(e.tolist())) for g, e in zip(got, exact, strict=True))
+        return index.tier, hits / (k * len(queries))
 
 
 def latencies(mem: Any, tenant: str, queries: list[str], as_of: Any = None) -> dict[str, float]:
@@ -79,7 +107,7 @@ def grow(sizes: list[int], path: Path, pythonpath: str) -> list[dict[str, Any]]:
 
     items, queries = chat(max(sizes), seed=11), query_texts(QUERIES)
     mem = Memory(path)
-    base, done, rows = rss_mb(), 0, []
+    base, base_anon, done, rows, before = rss_mb(), anon_mb(), 0, [], (0, anon_mb())
     as_of = items[len(items) // 2]["timestamp"]
     for size in sizes:
         started = time.perf_counter()
@@ -89,6 +117,11 @@ def grow(sizes: list[int], path: Path, pythonpath: str) -> list[dict[str, Any]]:
         done, notes = size, mem.stats()["tenants"]["big"]["notes"]
         row = {"shape": "one tenant", "size": size, "notes": notes, "ingest_per_s": rate}
         row["rss_kb_per_note"] = (rss_mb() - base) * 1024 / notes
+        row["anon_kb_per_note"] = (anon_mb() - base_anon) * 1024 / notes
+        row["marginal_anon_kb_per_note"] = (anon_mb() - before[1]) * 1024 / max(1, notes - before[0])
+        before = (notes, anon_mb())
+        row["tier"], row["ann_recall_at_10"] = ann_recall(mem, "big", queries[:100])
+        row["concurrent_qps"] = concurrent_qps(mem, "big", queries)
         row.update({f"search_{k}": v for k, v in latencies(mem, "big", queries).items()})
         row.update({f"as_of_{k}": v for k, v in latencies(mem, "big", queries[:100], as_of).items()})
         mem.close()  # the store lock allows one writer: reopen in a fresh process, then here again
@@ -184,8 +217,9 @@ def main() -> None:
         rows += run_engine(
             "baseline", args.baseline, args.baseline_sizes, args.baseline_tenants, args.per_tenant
         )
-    cols = ["engine", "shape", "size", "ingest_per_s", "rss_kb_per_note", "rss_kb_per_tenant"]
-    cols += ["search_p50_ms", "search_p99_ms", "as_of_p99_ms", "search_qps", "reopen_s"]
+    cols = ["engine", "shape", "size", "ingest_per_s", "rss_kb_per_note", "anon_kb_per_note"]
+    cols += ["marginal_anon_kb_per_note", "rss_kb_per_tenant", "search_p50_ms", "search_p99_ms", "as_of_p99_ms"]
+    cols += ["search_qps", "concurrent_qps", "tier", "ann_recall_at_10", "reopen_s"]
     print(table(rows, cols))
     write_json("scale", {"machine": machine(), "rows": rows})
     print(plot(rows))

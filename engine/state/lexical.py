@@ -27,6 +27,8 @@ FIELD = "text"
 _NOW = 1e300
 """`invalid_at` of a note still valid (tantivy range bounds want finite numbers)."""
 _HEAP = 32_000_000
+SCORED = 4096
+"""Matches `scores` reads by slot (see there)."""
 
 
 def _schema() -> tantivy.Schema:
@@ -108,14 +110,17 @@ class LexicalIndex:
             parts.extend((tantivy.Occur.Must, _filter(q)) for q in self._validity(as_of))
         return self._run(tantivy.Query.boolean_query(parts), depth)
 
-    def scores(self, query: str, num_slots: int) -> np.ndarray:
-        """BM25 of every slot (0 where no query term occurs), regardless of validity: the recall levers
-        (pseudo-relevance feedback, session neighbours, second round) read scores by slot."""
+    def scores(self, query: str, num_slots: int, limit: int = SCORED) -> np.ndarray:
+        """BM25 by slot of the best `limit` matches regardless of validity, 0 elsewhere: the recall levers
+        (pseudo-relevance feedback, session neighbours, second round) read scores by slot. Exact on a
+        tenant with fewer matches; past that a slot below the limit-th best reads 0 instead of a score
+        too small to move it, and a search no longer collects every match (~all notes for a common
+        word at 1M notes)."""
         out = np.zeros(num_slots, dtype=np.float32)
         text = self._text_query(query)
         if text is None:
             return out
-        slots, scores = self._run(text, self._count)
+        slots, scores = self._run(text, min(limit, self._count))
         keep = slots < num_slots
         out[slots[keep]] = scores[keep]
         return out

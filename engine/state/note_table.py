@@ -1,11 +1,12 @@
 """One tenant's notes, stored by index slot: a compact record per note, hot fields in arrays.
 
 A `Note` object with its lists, datetimes and link objects costs several KB of Python heap; held per
-note it was most of a tenant's memory. Here each note is one `bytes` (the Note pickled, then zlib level 1: exact
-datetimes, half the bytes, ~20 us to load; it never leaves the process, snapshots and the log keep their own record form) and a
-`Note` is built when it is read: recall reads tens of notes per query and the write
-path a few per new note, never all of them. What is read across every note (time, speaker, content
-length, time words) lives in numpy columns by slot, so views over the whole tenant never decode a record.
+note it was a large share of a tenant's memory. Here each note is one `bytes`: the Note pickled, then
+zlib level 1 (exact datetimes, half the bytes, ~20 us to load; it never leaves the process: snapshots
+and the log keep their own record form). A `Note` is built when it is read: recall reads tens per
+query and the write path a few per new note, never all of them. What is read across every note (time,
+speaker, content length, time words) lives in numpy columns by slot, so views over the whole tenant
+never decode a record.
 
 The table is a read-only `Mapping[str, Note]` to the rest of the engine; `TenantMemory` writes it.
 Every read returns a fresh Note: changing it changes nothing stored.
@@ -50,7 +51,7 @@ class NoteTable(Mapping[str, Note]):
         record = self._records[slot] if slot is not None and slot < len(self._records) else None
         if record is None:
             raise KeyError(note_id)
-        return pickle.loads(zlib.decompress(record))  # type: ignore[no-any-return]
+        return pickle.loads(zlib.decompress(record))
 
     def __contains__(self, note_id: object) -> bool:
         slot = self.index.slot_of.get(note_id) if isinstance(note_id, str) else None
@@ -66,7 +67,7 @@ class NoteTable(Mapping[str, Note]):
         record = self._records[slot]
         if record is None:
             raise KeyError(slot)
-        return pickle.loads(zlib.decompress(record))  # type: ignore[no-any-return]
+        return pickle.loads(zlib.decompress(record))
 
     def record(self, slot: int) -> bytes | None:
         """The stored record (None: no note in that slot)."""

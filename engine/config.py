@@ -174,6 +174,10 @@ class RecallConfig:
     """Weight of a second retrieval round seeded by the first round's top hits (multi-hop)."""
     prf_weight: float = 0.3
     """BM25 pseudo-relevance feedback: weight of the top lexical hits' keywords as extra query terms."""
+    prf_content_seeds: bool = False
+    """Pick the feedback seeds by the query without the participants it names (a name ties every turn of
+    that speaker), and scale the feedback to the seeds' score. Off by default: on, facts dev now_ok
+    0.481 -> 0.635 but LoCoMo held-out R@10 0.739 -> 0.736 (docs/recall.md, "PRF seeds")."""
     short_turn_penalty: float = 0.2
     """Taken (in proportion) from turns shorter than 60 characters."""
     rescore_weight: float = 0.0

@@ -30,6 +30,9 @@ class QueryInfo:
     text: str
     lexical: str
     """The query for the lexical index (named participants removed when strip_names)."""
+    content: str = ""
+    """The query without the participants it names ("" if nothing else is left): what pseudo-relevance
+    feedback picks its seeds by, since a name alone ties every turn of that speaker."""
     speakers: frozenset[str] = field(default_factory=frozenset)
     """Participants (as spelt in the notes' speaker field) the query names."""
     temporal: bool = False
@@ -37,13 +40,13 @@ class QueryInfo:
 
 def analyse(query: str, participants: Iterable[str], strip_names: bool = False) -> QueryInfo:
     named = frozenset(p for p in participants if p and _name_pattern(p).search(query))
-    lexical = query
-    if strip_names and named:
-        for name in named:
-            lexical = _name_pattern(name).sub(" ", lexical)
-        if not lexical.strip(" ?.!,'"):
-            lexical = query  # the query was only names: keep them
-    return QueryInfo(query, lexical, named, bool(_TEMPORAL_Q.search(query)))
+    content = query
+    for name in named:
+        content = _name_pattern(name).sub(" ", content)
+    if not content.strip(" ?.!,'"):
+        content = ""
+    lexical = content if strip_names and named and content else query  # only names: keep them
+    return QueryInfo(query, lexical, content, named, bool(_TEMPORAL_Q.search(query)))
 
 
 @functools.lru_cache(maxsize=1024)

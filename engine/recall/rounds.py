@@ -8,7 +8,8 @@
    mean of their vectors a dense one (Rocchio); that round's fused score, x `second_round_weight`,
    adds to the first, so a note reachable only through an entity of a top hit can join.
 BM25 pseudo-relevance feedback (`lexical_scores`) adds `prf_weight` x the scores of the top lexical
-hits' keywords to the query's own lexical scores before any of this; MiniLM re-scoring
+hits' keywords to the query's own lexical scores before any of this (`prf_content_seeds`, off by
+default: seeds picked without the query's names, feedback scaled to the seeds' score); MiniLM re-scoring
 (engine.recall.rescore, opt-in) comes after all of it.
 """
 
@@ -121,19 +122,41 @@ class Ranker:
         return " ".join(words)
 
 
-def lexical_scores(tm: TenantMemory, query: QueryInfo, mask: np.ndarray, prf_weight: float) -> np.ndarray:
-    """BM25 of every visible slot; with prf_weight, plus that x BM25 of the top hits' new keywords."""
-    out = tm.lexical.scores(query.lexical, tm.index.num_slots)
+def lexical_scores(
+    tm: TenantMemory, query: QueryInfo, mask: np.ndarray, prf_weight: float, content_seeds: bool = False
+) -> np.ndarray:
+    """BM25 of every visible slot; with prf_weight, plus that x BM25 of the seed hits' new keywords.
+
+    content_seeds (RecallConfig.prf_content_seeds): pick the seeds by the query without the participants
+    it names, since a name alone ties every turn of that speaker ("What is Rachel's job title?") and makes
+    arbitrary chit-chat the seeds, which its own keywords then lift; no feedback when no turn matches the
+    rest; and scale the feedback to the seeds' best score, so the many common expansion terms refine the
+    query's ranking instead of outscoring it.
+    """
+    out = _bm25(tm, query.lexical, mask)
+    if prf_weight <= 0 or out.max() <= 0:
+        return out
+    by = _bm25(tm, query.content, mask) if content_seeds else out
+    order = np.argsort(-by, kind="stable") if content_seeds else np.argsort(-by)  # the latter: as before
+    seeds = [int(s) for s in order[:SEEDS] if by[s] > 0]
+    extra = _bm25(tm, _new_keywords(tm, seeds, query.lexical), mask)
+    if content_seeds and extra.max() > 0:
+        extra *= float(by[seeds].max()) / float(extra.max())
+    return out + prf_weight * extra
+
+
+def _bm25(tm: TenantMemory, text: str, mask: np.ndarray) -> np.ndarray:
+    out = tm.lexical.scores(text, tm.index.num_slots) if text else np.zeros(tm.index.num_slots, np.float32)
     out[~mask] = 0
-    if prf_weight > 0 and out.max() > 0:
-        top = [s for s in np.argsort(-out)[:SEEDS] if out[s] > 0]
-        have = set(terms(query.lexical))
-        words: dict[str, None] = {}
-        for s in top:
-            for w in tm.notes[tm.index.ids[int(s)]].keywords[:SEED_KEYWORDS]:  # type: ignore[index]
-                if not set(terms(w)) <= have:
-                    words.setdefault(w)
-        extra = tm.lexical.scores(" ".join(list(words)[:PRF_TERMS]), tm.index.num_slots)
-        extra[~mask] = 0
-        out = out + prf_weight * extra
     return out
+
+
+def _new_keywords(tm: TenantMemory, seeds: list[int], query: str) -> str:
+    """The seeds' keywords the query does not already have, at most PRF_TERMS."""
+    have = set(terms(query))
+    words: dict[str, None] = {}
+    for s in seeds:
+        for w in tm.notes[tm.index.ids[s]].keywords[:SEED_KEYWORDS]:  # type: ignore[index]
+            if not set(terms(w)) <= have:
+                words.setdefault(w)
+    return " ".join(list(words)[:PRF_TERMS])

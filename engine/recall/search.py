@@ -86,7 +86,7 @@ def fuse(
     union = {s for s, _ in dense_hits}
     lexical = None
     if w > 0:
-        lexical = lexical_scores(tm, info, mask, recipe.levers.prf_weight)
+        lexical = lexical_scores(tm, info, mask, recipe.levers.prf_weight, recipe.levers.prf_content_seeds)
         top = np.argsort(-lexical)[:depth]
         union.update(int(s) for s in top if lexical[s] > 0)
     if not union:

@@ -3,13 +3,16 @@
     python -m bench.scale [--sizes 10000,100000,1000000] [--tenants 10000 --per-tenant 100]
                           [--baseline /work/main --baseline-sizes 10000]
 
-One tenant is grown with `Memory.add_many` (batches of 1,000 (the API's limit), chat lines from bench/synthetic.py, embedded
-defaults) in a persistent store. At each size: ingest rate of the last segment, RSS per note (RSS growth
-since the empty store over notes held), single-query search p50/p99 (default, and with `as_of`), serial
-QPS, and reopen-to-first-search (a fresh process opens the store and answers one query). The many-tenant
-shape adds `per_tenant` notes to each of `tenants` tenants and measures RSS per tenant and the first
-search on a tenant after reopen. Each engine runs in its own subprocess (`--worker`), the baseline with
-PYTHONPATH pointing at its checkout, so both are measured by the same code in the same run.
+One tenant is grown with `Memory.add_many` (batches of 1,000, the API's limit; chat lines from
+bench/synthetic.py; embedded defaults) in a persistent store. At each size: ingest rate of the last
+segment; RSS per note (growth since the empty store over notes held: whole RSS, anonymous RSS without
+memory-mapped files, and the marginal anonymous growth since the previous size, which leaves out the
+fixed costs that caches fill early); single-query search p50/p99 (default, and with `as_of`); serial and
+8-thread QPS; the index tier and its recall@10 against exact search; reopen-to-first-search (a fresh
+process opens the store and answers one query). The many-tenant shape adds `per_tenant` notes to each
+of `tenants` tenants and measures RSS per tenant and the first search on a tenant after reopen. Each
+engine runs in its own subprocess (`--worker`), the baseline with PYTHONPATH pointing at its checkout,
+so both are measured by the same code in the same run.
 """
 
 from __future__ import annotations
@@ -218,7 +221,13 @@ def main() -> None:
             "baseline", args.baseline, args.baseline_sizes, args.baseline_tenants, args.per_tenant
         )
     cols = ["engine", "shape", "size", "ingest_per_s", "rss_kb_per_note", "anon_kb_per_note"]
-    cols += ["marginal_anon_kb_per_note", "rss_kb_per_tenant", "search_p50_ms", "search_p99_ms", "as_of_p99_ms"]
+    cols += [
+        "marginal_anon_kb_per_note",
+        "rss_kb_per_tenant",
+        "search_p50_ms",
+        "search_p99_ms",
+        "as_of_p99_ms",
+    ]
     cols += ["search_qps", "concurrent_qps", "tier", "ann_recall_at_10", "reopen_s"]
     print(table(rows, cols))
     write_json("scale", {"machine": machine(), "rows": rows})

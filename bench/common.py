@@ -58,9 +58,16 @@ def bar_plot(name: str, groups: dict[str, dict[str, float]], ylabel: str, title:
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend()
+    return save_figure(fig, name)
+
+
+def save_figure(fig: Any, name: str, dpi: int = 110) -> Path:
+    """Lay out, write bench/results/<name>.png, close; returns the path."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.png"
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path

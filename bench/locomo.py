@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import LOCOMO, RESULTS, table, write_json
+from bench.common import LOCOMO, RESULTS, save_figure, table, write_json
 from bench.locomo_eval import (
     KS,
     SHOWN,
@@ -77,12 +77,7 @@ def curves_png(ours: dict[str, Any], bm25: dict[str, Any], split: str, name: str
         ax.grid(alpha=0.3)
     np.atleast_1d(axes)[0].set_ylabel(f"evidence recall@k ({split})")
     np.atleast_1d(axes)[0].legend()
-    fig.tight_layout()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}_curves_{split}.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, f"{name}_curves_{split}", dpi=100)
 
 
 def parse_args() -> argparse.Namespace:

@@ -105,13 +105,14 @@ class NoteTable(Mapping[str, Note]):
             self._records.extend([None] * (need - len(self._records)))
         if need > len(self.timestamp):
             cap = max(need, 2 * len(self.timestamp), _MIN_CAPACITY)
-            self.timestamp = _grown(self.timestamp, cap, 0.0)
-            self.speaker = _grown(self.speaker, cap, -1)
-            self.chars = _grown(self.chars, cap, 0)
-            self.timely = _grown(self.timely, cap, False)
+            self.timestamp = grown(self.timestamp, cap, 0.0)
+            self.speaker = grown(self.speaker, cap, -1)
+            self.chars = grown(self.chars, cap, 0)
+            self.timely = grown(self.timely, cap, False)
 
 
-def _grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:
+def grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:
+    """`values` copied into a larger array of the same dtype, the new cells set to `fill`."""
     out = np.full(capacity, fill, dtype=values.dtype)
     out[: len(values)] = values
     return out

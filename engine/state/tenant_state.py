@@ -16,7 +16,7 @@ from engine.model.changes import ChangeSet
 from engine.model.note import Note
 from engine.state.history import History
 from engine.state.lexical import LexicalIndex
-from engine.state.note_table import NoteTable
+from engine.state.note_table import NoteTable, grown
 from engine.state.vector_index import VectorIndex
 
 
@@ -153,8 +153,8 @@ class TenantMemory:
         need = self.index.num_slots
         if need > len(self._visible_from):
             cap = max(need, 2 * len(self._visible_from), 1024)
-            self._visible_from = _grown(self._visible_from, cap, -np.inf)
-            self._invalid_at = _grown(self._invalid_at, cap, np.inf)
+            self._visible_from = grown(self._visible_from, cap, -np.inf)
+            self._invalid_at = grown(self._invalid_at, cap, np.inf)
 
     # --- reads ---------------------------------------------------------------
     def mask(self, as_of: datetime | None = None, include_superseded: bool = False) -> np.ndarray:
@@ -185,12 +185,6 @@ class TenantMemory:
             src = self.notes.at(source)
             out.extend((src.id, link.reason) for link in src.links if link.target == note_id)
         return out
-
-
-def _grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:
-    out = np.full(capacity, fill)
-    out[: len(values)] = values
-    return out
 
 
 def lexical_text(note: Note) -> str:

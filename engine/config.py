@@ -204,6 +204,10 @@ class StorageConfig:
     wal: bool = True
     snapshot_every: int = 50_000
     """Log records after which the store writes a fresh snapshot and truncates the log."""
+    snapshot_held: int = 65_536
+    """Note records held in RAM (written since the last snapshot) after which a snapshot moves them to its
+    memory-mapped state file; the bar rises with the tenant (at least as many as are already on disk),
+    so snapshots come at 64k, 128k, 256k, ... notes and their cost stays O(1) amortised per note."""
     read_only: bool = False
     max_open_tenants: int = 1024
     """Tenants of a persistent store kept in RAM at once; the least recently used is closed past this."""

@@ -305,7 +305,7 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
     if t.storage is not None:
         t.storage.log(changes, t.state)
     t.state.apply(changes)
-    if t.storage is not None and t.storage.should_checkpoint():
+    if t.storage is not None and t.storage.should_checkpoint(t.state):
         t.storage.checkpoint(t.state)
 
 

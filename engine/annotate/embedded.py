@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.annotate.facts.decision import Decision, Statement, confirm, decide, similarity
+from engine.annotate.facts.cues import masked
+from engine.annotate.facts.decision import Decision, Statement, confirm, decide, masked_parts, similarity
 from engine.annotate.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
 from engine.config import Config
 from engine.encode import Encoder
@@ -100,7 +101,18 @@ class EmbeddedAnnotator:
 
     # --- stage: link ----------------------------------------------------------
     def judge_links(self, requests: Sequence[LinkRequest]) -> list[list[LinkChoice]]:
+        self._warm_masked(requests)
         return [self._judge(req) for req in requests]
+
+    def _warm_masked(self, requests: Sequence[LinkRequest]) -> None:
+        """Encode in one call every masked statement the decisions may compare: the encoder's cost is
+        per call far more than per text, and one call per compared pair was a quarter of ingest."""
+        chars = self.config.write.max_content_chars
+        texts: list[str] = []
+        for req in requests:
+            texts += masked_parts(clip(req.note.content, chars))
+            texts += [masked(clip(c.note.content, chars)) for c in req.candidates]
+        self._encode_missing(texts)
 
     def _judge(self, req: LinkRequest) -> list[LinkChoice]:
         new_kw = _stems(req.note.keywords)
@@ -178,13 +190,18 @@ class EmbeddedAnnotator:
         return answers
 
     def _encode_masked(self, texts: list[str]) -> np.ndarray:
-        if len(self._masked) > _CACHED:  # cleared before the lookup, so every text below is present
-            self._masked.clear()
-        missing = [t for t in dict.fromkeys(texts) if t not in self._masked]
-        if missing:
-            rows = self.encoder.encode_batch(missing)
-            self._masked.update(zip(missing, [r.copy() for r in rows], strict=True))  # a view pins its batch
+        self._encode_missing(texts)
         return np.stack([self._masked[t] for t in texts])
+
+    def _encode_missing(self, texts: list[str]) -> None:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._masked]
+        if len(self._masked) + len(missing) > _CACHED:  # cleared before adding: every text asked is present
+            self._masked.clear()
+            missing = list(dict.fromkeys(texts))
+        for i in range(0, len(missing), self.config.encoder.batch_size):
+            part = missing[i : i + self.config.encoder.batch_size]
+            rows = self.encoder.encode_batch(part)
+            self._masked.update(zip(part, [r.copy() for r in rows], strict=True))  # a view pins its batch
 
     def close(self) -> None:
         pass

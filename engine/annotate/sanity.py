@@ -9,6 +9,7 @@ is counted under (or None when the answer passes), so a rejected item falls back
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -22,16 +23,24 @@ _COPY_RATIO = 0.9
 _NEAR_RATIO = 0.8
 
 
-def _stems(text: str) -> set[str]:
-    return set(terms(text))
+@functools.lru_cache(maxsize=4096)
+def _stems(text: str) -> frozenset[str]:
+    """Cached: the write path checks every update against its neighbour's words, and neighbours repeat."""
+    return frozenset(terms(text))
 
 
-def grounded(term: str, vocabulary: set[str]) -> bool:
+def grounded(term: str, vocabulary: frozenset[str]) -> bool:
     """A keyword is drawn from (or near) a text when one of its words, stemmed, is in it or close to one."""
     words = [stem(t) for t in tokens(term)]
     if any(w in vocabulary for w in words):
         return True
-    return any(difflib.get_close_matches(w, vocabulary, n=1, cutoff=_NEAR_RATIO) for w in words if len(w) > 3)
+    return any(_near(w, vocabulary) for w in words if len(w) > 3)
+
+
+def _near(word: str, vocabulary: frozenset[str]) -> bool:
+    # difflib's ratio is at most 2*min/(len sum): words whose lengths rule the cutoff out are skipped.
+    ok = [v for v in vocabulary if 2 * min(len(v), len(word)) >= _NEAR_RATIO * (len(v) + len(word))]
+    return bool(difflib.get_close_matches(word, ok, n=1, cutoff=_NEAR_RATIO))
 
 
 def ground_keywords(keywords: Sequence[str], text: str) -> list[str]:

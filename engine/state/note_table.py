@@ -1,12 +1,15 @@
 """One tenant's notes, stored by index slot: a compact record per note, hot fields in arrays.
 
 A `Note` object with its lists, datetimes and link objects costs several KB of Python heap; held per
-note it was a large share of a tenant's memory. Here each note is one `bytes`: the Note pickled, then
-zlib level 1 (exact datetimes, half the bytes, ~20 us to load; it never leaves the process: snapshots
-and the log keep their own record form). A `Note` is built when it is read: recall reads tens per
-query and the write path a few per new note, never all of them. What is read across every note (time,
-speaker, content length, time words) lives in numpy columns by slot, so views over the whole tenant
-never decode a record.
+note it was a large share of a tenant's memory. Here each note is one `bytes`: its fields as a tuple of
+plain values (times as integer microseconds: exact), marshalled, then zlib level 1 (~300 bytes for a
+chat turn; half of a pickled Note, and no class names inside). A `Note` is built when it is read:
+recall reads tens per query and the write path a few per new note, never all of them. What is read
+across every note (time, speaker, content length, time words) lives in numpy columns by slot, so views
+over the whole tenant never decode a record.
+
+After a snapshot the records live in its state file (packed.py), memory-mapped: RAM keeps only the
+records written since (an overlay by slot) and the columns.
 
 The table is a read-only `Mapping[str, Note]` to the rest of the engine; `TenantMemory` writes it.
 Every read returns a fresh Note: changing it changes nothing stored.
@@ -14,17 +17,22 @@ Every read returns a fresh Note: changing it changes nothing stored.
 
 from __future__ import annotations
 
+import marshal
 import pickle
 import zlib
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from engine.model.note import Note
+from engine.model.note import Link, Note
+from engine.state.packed import Records
 from engine.state.vector_index import VectorIndex
 from engine.text import has_time_expression
 
 _MIN_CAPACITY = 1024
+_GONE = b""
+"""Overlay entry of a slot deleted since the base was written (a real record is never empty)."""
 
 
 class NoteTable(Mapping[str, Note]):
@@ -32,6 +40,10 @@ class NoteTable(Mapping[str, Note]):
         self.index = index
         """Owns the id <-> slot mapping; replaced with it when a persisted index is adopted."""
         self._records: list[bytes | None] = []
+        """Overlay by slot: a record written since the base, _GONE, or None (see the base)."""
+        self._base: Records | None = None
+        self._held = 0
+        """Overlay entries that are not None."""
         self.timestamp = np.zeros(0)
         """Slot -> note time (POSIX seconds)."""
         self.speaker = np.zeros(0, dtype=np.int32)
@@ -48,14 +60,14 @@ class NoteTable(Mapping[str, Note]):
     # --- reads (the Mapping) --------------------------------------------------------------
     def __getitem__(self, note_id: str) -> Note:
         slot = self.index.slot_of.get(note_id)
-        record = self._records[slot] if slot is not None and slot < len(self._records) else None
+        record = self.record(slot) if slot is not None else None
         if record is None:
             raise KeyError(note_id)
-        return pickle.loads(zlib.decompress(record))
+        return decode(record)
 
     def __contains__(self, note_id: object) -> bool:
         slot = self.index.slot_of.get(note_id) if isinstance(note_id, str) else None
-        return slot is not None and slot < len(self._records) and self._records[slot] is not None
+        return slot is not None and self.record(slot) is not None
 
     def __iter__(self) -> Iterator[str]:
         return (i for i in list(self.index.slot_of) if i in self)
@@ -64,14 +76,35 @@ class NoteTable(Mapping[str, Note]):
         return len(self.index.slot_of)
 
     def at(self, slot: int) -> Note:
-        record = self._records[slot]
+        record = self.record(slot)
         if record is None:
             raise KeyError(slot)
-        return pickle.loads(zlib.decompress(record))
+        return decode(record)
 
-    def record(self, slot: int) -> bytes | None:
+    def record(self, slot: int) -> bytes | memoryview | None:
         """The stored record (None: no note in that slot)."""
-        return self._records[slot] if slot < len(self._records) else None
+        record = self._records[slot] if slot < len(self._records) else None
+        if record is None:
+            return self._base.get(slot) if self._base is not None else None
+        return record or None
+
+    @property
+    def held(self) -> int:
+        """Records held in RAM (written since the base): what a snapshot would move to disk."""
+        return self._held
+
+    def records(self, num_slots: int) -> list[bytes | None]:
+        """Every slot's record as bytes (None: empty), for the state file."""
+        out = [self.record(s) for s in range(num_slots)]
+        return [bytes(r) if isinstance(r, memoryview) else r for r in out]
+
+    def adopt(self, base: Records, columns: dict[str, np.ndarray], speakers: list[str]) -> None:
+        """Read records from `base` (a state file's), with its columns; the overlay starts empty."""
+        self._base, self._records, self._held = base, [None] * len(base), 0
+        self.timestamp, self.speaker = columns["timestamp"], columns["speaker"].astype(np.int32)
+        self.chars, self.timely = columns["chars"].astype(np.int32), columns["timely"].astype(bool)
+        self.speakers, self._speaker_code = list(speakers), {s: i for i, s in enumerate(speakers)}
+        self.bump()
 
     # --- writes (TenantMemory only) ---------------------------------------------------------
     def bump(self) -> None:
@@ -79,7 +112,8 @@ class NoteTable(Mapping[str, Note]):
 
     def put(self, slot: int, note: Note) -> None:
         self._reserve(slot + 1)
-        self._records[slot] = zlib.compress(pickle.dumps(note, pickle.HIGHEST_PROTOCOL), 1)
+        self._held += self._records[slot] is None
+        self._records[slot] = encode(note)
         self.timestamp[slot] = note.timestamp.timestamp()
         self.speaker[slot] = self._code(note.speaker)
         self.chars[slot] = len(note.content)
@@ -87,7 +121,8 @@ class NoteTable(Mapping[str, Note]):
 
     def clear(self, slot: int) -> None:
         if slot < len(self._records):
-            self._records[slot] = None
+            self._held += self._records[slot] is None
+            self._records[slot] = _GONE
             self.speaker[slot], self.chars[slot], self.timely[slot] = -1, 0, False
 
     def _code(self, speaker: str | None) -> int:
@@ -116,3 +151,48 @@ def grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:
     out = np.full(capacity, fill, dtype=values.dtype)
     out[: len(values)] = values
     return out
+
+
+# --- the record codec ------------------------------------------------------------------------
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_MARSHAL, _PICKLE = b"m", b"p"
+
+
+def _us(value: datetime | None) -> int | None:
+    return None if value is None else (value - _EPOCH) // _US
+
+
+def _time(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def encode(note: Note) -> bytes:
+    fields = (
+        note.id, note.tenant, note.content, note.speaker, note.keywords, note.tags, note.context,
+        [(x.target, x.reason, _us(x.created_at)) for x in note.links], note.metadata, note.source_ids,
+        [_us(t) for t in note.occurrences], str(note.annotated_by), note.version, note.superseded_by,
+        *(_us(t) for t in (note.timestamp, note.created_at, note.updated_at)),
+        *(_us(t) for t in (note.valid_at, note.invalid_at, note.expired_at)),
+    )  # fmt: skip
+    try:
+        return _MARSHAL + zlib.compress(marshal.dumps(fields), 1)
+    except ValueError:  # metadata holding a value marshal cannot write
+        return _PICKLE + zlib.compress(pickle.dumps(note, pickle.HIGHEST_PROTOCOL), 1)
+
+
+def decode(record: bytes | memoryview) -> Note:
+    if record[:1] == _PICKLE:
+        note: Note = pickle.loads(zlib.decompress(record[1:]))
+        return note
+    (id_, tenant, content, speaker, keywords, tags, context, links, metadata, sources, occurrences, by,
+     version, superseded_by, ts, created, updated, valid, invalid, expired) = marshal.loads(
+        zlib.decompress(record[1:]))  # fmt: skip
+    return Note(
+        id=id_, tenant=tenant, content=content, timestamp=_time(ts), speaker=speaker,  # type: ignore[arg-type]
+        keywords=keywords, tags=tags, context=context,
+        links=[Link(target, reason, _time(at)) for target, reason, at in links],  # type: ignore[arg-type]
+        metadata=metadata, source_ids=sources, occurrences=[_time(t) for t in occurrences],  # type: ignore[misc]
+        annotated_by=by, version=version, created_at=_time(created), updated_at=_time(updated),  # type: ignore[arg-type]
+        valid_at=_time(valid), invalid_at=_time(invalid), expired_at=_time(expired), superseded_by=superseded_by,
+    )  # fmt: skip

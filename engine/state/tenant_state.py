@@ -2,6 +2,8 @@
 
 State changes only through `apply(ChangeSet)`; everything else reads. Everything kept per note is
 compact (see note_table.py): a record, a vector row, a few array cells, slot-numbered backlinks.
+A state packed into a snapshot's state file (packed.py) is adopted whole: records, backlinks and
+source keys are then read from the file, and RAM holds only what changed since (an overlay).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import numpy as np
+import pyarrow as pa
 
 from engine.config import IndexConfig
 from engine.errors import NotFound
@@ -17,7 +20,10 @@ from engine.model.note import Note
 from engine.state.history import History
 from engine.state.lexical import LexicalIndex
 from engine.state.note_table import NoteTable, grown
+from engine.state.packed import Packed, Records, source_key
 from engine.state.vector_index import VectorIndex
+
+_NO_LINKS = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
 
 
 class TenantMemory:
@@ -30,10 +36,15 @@ class TenantMemory:
         self.notes = NoteTable(self.index)
         self.lexical = LexicalIndex()
         self.backlinks: dict[int, list[int]] = {}
-        """Target slot -> slots of the notes linking to it (derived from the links in the records)."""
+        """Target slot -> slots of the notes linking to it (derived from the links in the records); an
+        overlay over `_base_links` (CSR offsets, slots) for the targets changed since it was packed."""
+        self._base_links = _NO_LINKS
         self.history = History()
         self._sources: dict[int, int] = {}
-        """hash(interaction source id) -> slot, so re-ingesting a log skips what is stored (verified on hit)."""
+        """source_key(interaction source id) -> slot (-1: removed), over the packed sorted keys, so
+        re-ingesting a log skips what is stored (verified on hit)."""
+        self._base_sources = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
+        self._num_sources = 0
         self._latest = -1
         """Slot of the note with the newest timestamp: what the next interaction most likely replies to."""
         self._visible_from = np.zeros(0)
@@ -58,7 +69,7 @@ class TenantMemory:
 
     def note_of_source(self, source_id: str) -> str | None:
         """Id of the note an interaction with this source id was folded into, if stored."""
-        slot = self._sources.get(hash(source_id))
+        slot = self._source_slot(source_key(source_id))
         if slot is None or self.notes.record(slot) is None:
             return None
         note = self.notes.at(slot)
@@ -66,7 +77,86 @@ class TenantMemory:
 
     @property
     def num_sources(self) -> int:
-        return len(self._sources)
+        return self._num_sources
+
+    def _source_slot(self, key: int) -> int | None:
+        slot = self._sources.get(key)
+        if slot is None:
+            keys, slots = self._base_sources
+            at = int(np.searchsorted(keys, key))
+            slot = int(slots[at]) if at < len(keys) and keys[at] == key else -1
+        return slot if slot >= 0 else None
+
+    def _set_source(self, key: int, slot: int) -> None:
+        self._num_sources += self._source_slot(key) is None
+        self._sources[key] = slot
+
+    def _drop_source(self, key: int, slot: int) -> None:
+        if self._source_slot(key) == slot:
+            self._sources[key] = -1
+            self._num_sources -= 1
+
+    def _backlinks(self, slot: int) -> list[int]:
+        """Slots of the notes linking to `slot` (a fresh list)."""
+        if slot in self.backlinks:
+            return list(self.backlinks[slot])
+        offsets, slots = self._base_links
+        return slots[offsets[slot] : offsets[slot + 1]].tolist() if slot + 1 < len(offsets) else []
+
+    def _backlinks_edit(self, slot: int) -> list[int]:
+        if slot not in self.backlinks:
+            self.backlinks[slot] = self._backlinks(slot)
+        return self.backlinks[slot]
+
+    # --- packing (snapshots) ----------------------------------------------------------------
+    def pack(self) -> Packed:
+        """The state as the state file stores it (records copied out of the map and the overlay)."""
+        n = self.index.num_slots
+        lists = [self._backlinks(s) for s in range(n)]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(x) for x in lists])
+        linked = np.fromiter((s for x in lists for s in x), dtype=np.int32, count=int(offsets[-1]))
+        columns = {
+            "timestamp": self.notes.timestamp,
+            "speaker": self.notes.speaker,
+            "chars": self.notes.chars,
+        }
+        columns |= {
+            "timely": self.notes.timely,
+            "visible_from": self._visible_from,
+            "invalid_at": self._invalid_at,
+        }
+        packed = Packed(
+            records=Records(pa.array(self.notes.records(n), type=pa.large_binary())),
+            columns={k: v[:n] for k, v in columns.items()},
+            speakers=self.notes.speakers,
+            backlink_offsets=offsets,
+            backlink_slots=linked,
+            source_keys=np.zeros(0, dtype=np.int64),
+            source_slots=np.zeros(0, dtype=np.int32),
+        )
+        packed.source_keys, packed.source_slots = self._merged_sources()
+        return packed
+
+    def _merged_sources(self) -> tuple[np.ndarray, np.ndarray]:
+        keys, slots = self._base_sources
+        changed = np.fromiter(self._sources, dtype=np.int64, count=len(self._sources))
+        keep = ~np.isin(keys, changed)
+        new = [(k, s) for k, s in self._sources.items() if s >= 0]
+        keys = np.concatenate([keys[keep], np.array([k for k, _ in new], dtype=np.int64)])
+        slots = np.concatenate([slots[keep], np.array([s for _, s in new], dtype=np.int32)])
+        order = np.argsort(keys, kind="stable")
+        return keys[order], slots[order]
+
+    def adopt(self, packed: Packed) -> None:
+        """Take a packed state for the notes of the (already adopted) index: records stay in the file."""
+        self.notes.adopt(packed.records, packed.columns, packed.speakers)
+        self._visible_from = packed.columns["visible_from"].astype(np.float64)
+        self._invalid_at = packed.columns["invalid_at"].astype(np.float64)
+        self.backlinks, self._base_links = {}, (packed.backlink_offsets, packed.backlink_slots)
+        self._sources, self._base_sources = {}, (packed.source_keys, packed.source_slots)
+        self._num_sources = len(packed.source_keys)
+        self._latest = self._newest_slot()
 
     # --- the only writer ---------------------------------------------------------
     def apply(self, changes: ChangeSet, index_text: bool = True) -> None:
@@ -91,7 +181,7 @@ class TenantMemory:
             return
         self.lexical = LexicalIndex()
         for slot in self.index.slot_of.values():
-            self.lexical.upsert(slot, lexical_text(self.notes.at(slot)), *self._validity_at(slot))
+            self.lexical.upsert(slot, lexical_text(self.notes.at(slot)), *self.validity_at(slot))
 
     def _upsert(self, notes: list[Note], vectors: np.ndarray, index_text: bool = True) -> None:
         olds = {n.id: old for n in notes if (old := self.notes.get(n.id)) is not None}
@@ -115,18 +205,17 @@ class TenantMemory:
         for target in note.link_targets():
             at = self.index.slot_of.get(target)
             if at is not None:
-                self.backlinks.setdefault(at, []).append(slot)
+                self._backlinks_edit(at).append(slot)
         for source in note.source_ids:
-            self._sources[hash(source)] = slot
+            self._set_source(source_key(source), slot)
 
     def _unlink(self, slot: int, note: Note) -> None:
         for target in note.link_targets():
-            sources = self.backlinks.get(self.index.slot_of.get(target, -1))
-            if sources is not None and slot in sources:
-                sources.remove(slot)
+            at = self.index.slot_of.get(target)
+            if at is not None and slot in self._backlinks(at):
+                self._backlinks_edit(at).remove(slot)
         for source in note.source_ids:
-            if self._sources.get(hash(source)) == slot:
-                del self._sources[hash(source)]
+            self._drop_source(source_key(source), slot)
 
     def _delete(self, note_id: str) -> None:
         slot = self.index.slot_of.get(note_id)
@@ -135,7 +224,8 @@ class TenantMemory:
         self._unlink(slot, self.notes.at(slot))
         self.lexical.remove(slot)
         self.history.drop(note_id)
-        for other in self.backlinks.pop(slot, []):
+        others, self.backlinks[slot] = self._backlinks(slot), []
+        for other in others:
             note = self.notes.at(other)
             note.links = [link for link in note.links if link.target != note_id]
             self.notes.put(other, note)
@@ -169,9 +259,10 @@ class TenantMemory:
 
     def validity(self, note_id: str) -> tuple[float, float]:
         """(visible from, invalid at) of a note, epoch seconds (inf: still valid)."""
-        return self._validity_at(self.index.slot_of[note_id])
+        return self.validity_at(self.index.slot_of[note_id])
 
-    def _validity_at(self, slot: int) -> tuple[float, float]:
+    def validity_at(self, slot: int) -> tuple[float, float]:
+        """(visible from, invalid at) of the note in `slot`."""
         return float(self._visible_from[slot]), float(self._invalid_at[slot])
 
     def vector(self, note_id: str) -> np.ndarray:
@@ -181,7 +272,7 @@ class TenantMemory:
         """(linked note id, reason) in both directions."""
         note = self.get(note_id)
         out = [(link.target, link.reason) for link in note.links if link.target in self.notes]
-        for source in self.backlinks.get(self.index.slot_of[note_id], ()):
+        for source in self._backlinks(self.index.slot_of[note_id]):
             src = self.notes.at(source)
             out.extend((src.id, link.reason) for link in src.links if link.target == note_id)
         return out

@@ -5,7 +5,10 @@ Layout under a tenant folder:
     snap-<seq>/versions.arrow    prior versions (note as JSON, embedding, stage, cause, changed_at), an
                                  Arrow IPC file the open tenant memory-maps (engine/state/history.py);
                                  older snapshots have versions.parquet instead, read whole
-    snap-<seq>/lexical/          the tantivy index of those notes (slot = row), a derived index
+    snap-<seq>/lexical/          the tantivy index of those notes keyed by index slot, a derived index
+    snap-<seq>/state.arrow       the running state by slot (records, hot columns, validity, backlinks;
+                                 engine/state/packed.py) and state-sources.arrow: a derived file the
+                                 open tenant memory-maps instead of rebuilding itself from the notes
     snap-<seq>/index.faiss       the vector index at <seq> (engine/state/index_file.py: own CRC; a damaged
                                  or stale one is rebuilt from the notes' vectors with a logged message)
     snap-<seq>/meta.json         schema version, seq, row counts, sha256 of each file, encoder and dim,
@@ -35,6 +38,7 @@ import pyarrow.parquet as pq
 from engine.errors import ConfigError, CorruptIndex, CorruptStore, StoreError
 from engine.model.changes import ChangeSet
 from engine.model.records import dumps, note_from_record, note_to_record
+from engine.state import packed
 from engine.state.history import write_file as write_versions
 from engine.state.lexical import LexicalIndex
 from engine.state.tenant_state import TenantMemory, lexical_text
@@ -46,6 +50,9 @@ INDEX_FILE = "index.faiss"
 log = logging.getLogger("amem")
 
 LEXICAL = "lexical"
+STATE = "state.arrow"
+_BY_SLOT = "slot"
+"""`derived.lexical_keys`: the lexical documents are keyed by index slot (older snapshots: by row)."""
 VERSIONS = "versions.arrow"
 _OLD_VERSIONS = "versions.parquet"
 _LIST_FIELDS = {"keywords", "tags", "source_ids"}
@@ -80,7 +87,9 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
     pq.write_table(files["notes.parquet"], tmp / "notes.parquet")
     write_versions(files[VERSIONS], tmp / VERSIONS)
     sums = {name: _sha256(tmp / name) for name in files}
-    derived = _write_lexical(tmp / LEXICAL, tm)
+    derived = {LEXICAL: _write_lexical(tmp / LEXICAL, tm), "lexical_keys": _BY_SLOT}
+    state_files = packed.write(tmp / STATE, tm.pack())
+    derived[STATE] = {p.name: _sha256(p) for p in state_files}
     meta = {
         "schema_version": SCHEMA_VERSION,
         "seq": seq,
@@ -89,12 +98,12 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
         "dim": tm.index.dim,
         "rows": {n: t.num_rows for n, t in files.items()},
         "sha256": sums,
-        "derived": {LEXICAL: derived},
+        "derived": derived,
     }
     tm.index.save(tmp / INDEX_FILE, position=seq)
     meta["meta_sha256"] = _meta_digest(meta)
     atomic_write_bytes(tmp / "meta.json", json.dumps(meta, indent=1).encode())
-    for name in files:
+    for name in [*files, *derived[STATE]]:
         fsync_file(tmp / name)
     final = folder / f"snap-{seq:012d}"
     shutil.rmtree(final, ignore_errors=True)
@@ -105,7 +114,15 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
         json.dumps({"schema_version": SCHEMA_VERSION, "current": final.name, "seq": seq}).encode(),
     )
     tm.history.rebase(final / VERSIONS)
+    _rebase(final, tm)
     return SnapshotInfo(seq=seq, path=final, meta=meta)
+
+
+def _rebase(final: Path, tm: TenantMemory) -> None:
+    """Run on the snapshot just written: records from its state file, the lexical index on disk."""
+    tm.adopt(packed.read(final / STATE))
+    if tm.lexical.path is None:
+        tm.adopt_lexical(LexicalIndex.working_copy(final / LEXICAL))
 
 
 def prune_snapshots(folder: Path, keep: int = 2) -> None:
@@ -128,17 +145,21 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str) -> SnapshotInfo:
     meta = _read_meta(path)
     _check_meta(path, meta, tm, encoder)
     try:
-        notes = pq.read_table(path / "notes.parquet")
+        num_notes = pq.ParquetFile(path / "notes.parquet").metadata.num_rows
         versions = _read_versions(path)
     except (OSError, pa.ArrowException) as exc:
         raise CorruptStore(f"{path}: unreadable Parquet or Arrow file ({exc})") from exc
-    rows = {"notes.parquet": notes.num_rows, _versions_name(path): versions.num_rows}
+    rows = {"notes.parquet": num_notes, _versions_name(path): versions.num_rows}
     if any(meta["rows"].get(name) != count for name, count in rows.items()):
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
-    _load_index(path / INDEX_FILE, tm, int(meta["seq"]), notes.num_rows)
-    # a loaded index keeps every note's slot
-    tm.apply(_changes_from_tables(notes, tm.index.dim), index_text=False)
-    tm.adopt_lexical(_read_lexical(path, meta, tm, notes.column("id").to_pylist()))
+    # a loaded index keeps every note's slot; its state file then brings the notes without decoding them
+    adopted = _load_index(path / INDEX_FILE, tm, int(meta["seq"]), num_notes)
+    ids = None
+    if not (adopted and _adopt_state(path, meta, tm, num_notes)):
+        notes = _read_notes(path)
+        tm.apply(_changes_from_tables(notes, tm.index.dim), index_text=False)
+        ids = notes.column("id").to_pylist()
+    tm.adopt_lexical(_read_lexical(path, meta, tm, adopted, ids))
     if _versions_name(path) == VERSIONS:
         tm.history.load(path / VERSIONS)
     else:
@@ -157,20 +178,58 @@ def _read_versions(path: Path) -> pa.Table:
     return pq.read_table(path / _OLD_VERSIONS)
 
 
-def _load_index(path: Path, tm: TenantMemory, seq: int, notes: int) -> None:
+def _read_notes(path: Path) -> pa.Table:
+    try:
+        return pq.read_table(path / "notes.parquet")
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptStore(f"{path}: unreadable Parquet or Arrow file ({exc})") from exc
+
+
+def _load_index(path: Path, tm: TenantMemory, seq: int, notes: int) -> bool:
     """Reuse the persisted vector index (its HNSW graph costs minutes to rebuild at 1M notes) when it
     matches this snapshot; otherwise the notes' vectors rebuild it as they are applied."""
     if not path.exists():
-        return
+        return False
     try:
         index = VectorIndex.load(path, seq, config=tm.index.config, use_cuda=tm.use_cuda)
     except CorruptIndex as exc:
         log.warning("%s; rebuilding the vector index from the snapshot's vectors", exc)
-        return
+        return False
     if len(index) != notes:
         log.warning("%s: %d notes for %d in the snapshot; rebuilding the index", path, len(index), notes)
-        return
+        return False
     tm.adopt_index(index)
+    return True
+
+
+def _adopt_state(path: Path, meta: dict[str, Any], tm: TenantMemory, num_notes: int) -> bool:
+    """Take the snapshot's state file when whole and in step with the adopted index (else: False, and
+    the notes are read from Parquet)."""
+    expected = meta.get("derived", {}).get(STATE)
+    try:
+        if expected is None:
+            raise ValueError("absent (an older snapshot)")
+        if any(_sha256(path / name) != digest for name, digest in expected.items()):
+            raise ValueError("checksum mismatch")
+        state = packed.read(path / STATE)
+        if state.num_slots != tm.index.num_slots:
+            raise ValueError(f"{state.num_slots} slots for {tm.index.num_slots} in the index")
+        tm.adopt(state)
+        if len(tm.notes) != num_notes or not all(map(tm.notes.__contains__, _some(tm.index.ids))):
+            raise ValueError("notes out of step with the index")
+        return True
+    except (OSError, ValueError) as exc:
+        log.warning("tenant %s: state file %s unusable (%s); reading the notes", tm.tenant, path / STATE, exc)
+        index = tm.index  # untouched by adopt(): kept, the rest of the half-adopted state dropped
+        tm.__init__(tm.tenant, index.dim, tm.use_cuda, index.config)  # type: ignore[misc]
+        tm.adopt_index(index)
+        return False
+
+
+def _some(ids: list[str | None]) -> list[str]:
+    """A sample of the index's ids (a spot check that records sit in the slots the index gives them)."""
+    live = [i for i in ids[:: max(1, len(ids) // 64)] if i is not None]
+    return live[:64]
 
 
 _META_FIELDS = {"schema_version": int, "seq": int, "encoder": str, "dim": int, "rows": dict, "sha256": dict}
@@ -214,28 +273,39 @@ def _check_meta(path: Path, meta: dict[str, Any], tm: TenantMemory, encoder: str
 
 
 def _write_lexical(folder: Path, tm: TenantMemory) -> dict[str, str]:
-    """The tantivy index of the snapshot's notes, slot = row (as `read_snapshot` will number them)."""
+    """The tantivy index of the snapshot's notes keyed by slot: the live index's files when it is on
+    disk (no note decoded), else built from the notes."""
+    if tm.lexical.path is not None:
+        tm.lexical.flush()
+        shutil.copytree(tm.lexical.path, folder)
+        return _tree_sums(folder)
     index = LexicalIndex(folder)
-    for row, note in enumerate(tm.notes.values()):
-        visible, invalid = tm.validity(note.id)
-        index.upsert(row, lexical_text(note), visible, invalid)
+    for slot in tm.index.slot_of.values():
+        visible, invalid = tm.validity_at(slot)
+        index.upsert(slot, lexical_text(tm.notes.at(slot)), visible, invalid)
     index.flush()
     return _tree_sums(folder)
 
 
-def _read_lexical(path: Path, meta: dict[str, Any], tm: TenantMemory, ids: list[str]) -> LexicalIndex | None:
+def _read_lexical(
+    path: Path, meta: dict[str, Any], tm: TenantMemory, adopted: bool, ids: list[str] | None
+) -> LexicalIndex | None:
     """The snapshot's lexical index if whole and in step with the notes; None (rebuild) otherwise."""
-    folder, expected = path / LEXICAL, meta.get("derived", {}).get(LEXICAL)
+    folder, derived = path / LEXICAL, meta.get("derived", {})
     try:
-        if expected is None:
+        if derived.get(LEXICAL) is None:
             raise ValueError("absent (an older snapshot)")
-        if _tree_sums(folder) != expected:
+        if _tree_sums(folder) != derived[LEXICAL]:
             raise ValueError("checksum mismatch")
-        if any(tm.index.slot_of.get(note_id) != row for row, note_id in enumerate(ids)):
+        if derived.get("lexical_keys") == _BY_SLOT and not adopted:
+            raise ValueError("keyed by the slots of a vector index that was rebuilt")
+        if derived.get("lexical_keys") != _BY_SLOT and (
+            ids is None or any(tm.index.slot_of.get(note_id) != row for row, note_id in enumerate(ids))
+        ):
             raise ValueError("slots out of step with the notes")
         index = LexicalIndex.working_copy(folder)
-        if len(index) != len(ids):
-            raise ValueError(f"{len(index)} documents for {len(ids)} notes")
+        if len(index) != len(tm.notes):
+            raise ValueError(f"{len(index)} documents for {len(tm.notes)} notes")
         return index
     except (OSError, ValueError) as exc:
         log.warning(

@@ -47,6 +47,8 @@ class _Batch:
     """Position of each new note in `new`."""
     dirty: set[str] = field(default_factory=set)
     """New notes whose text changed after they were first encoded."""
+    read: dict[str, Note] = field(default_factory=dict)
+    """Stored notes decoded by this run: a neighbour of many new notes is decoded once."""
 
     def keep(self, rows: list[int]) -> None:
         """Drop the new notes not in `rows` (folded into others) with their search results."""
@@ -62,7 +64,14 @@ class _Batch:
         """Latest state of a note: new in this batch, changed by it, or as stored."""
         if note_id in self.pos:
             return self.new[self.pos[note_id]]
-        return self.changed.get(note_id) or self.tm.get(note_id)
+        return self.changed.get(note_id) or self.stored(note_id)
+
+    def stored(self, note_id: str) -> Note:
+        """A note as stored before this run (shared: never mutate it, `change` it)."""
+        note = self.read.get(note_id)
+        if note is None:
+            note = self.read[note_id] = self.tm.get(note_id)
+        return note
 
     def change(self, before: Note, after: Note, stage: str, cause: str | None, reason: str = "") -> None:
         """Record `before` as a version and make `after` the latest state."""
@@ -196,7 +205,7 @@ class WritePipeline:
             return []
         requests = []
         for j, note in enumerate(batch.new):
-            pool = [(batch.tm.get(batch.tm.index.ids[s]), c) for s, c in batch.hits[j][:k]]  # type: ignore[arg-type]
+            pool = [(batch.stored(batch.tm.index.ids[s]), c) for s, c in batch.hits[j][:k]]  # type: ignore[arg-type]
             earlier = batch.inner[j, :j]
             for m in np.argsort(-earlier)[:k]:
                 pool.append((batch.new[m], float(earlier[m])))
@@ -253,7 +262,7 @@ class WritePipeline:
     def _changes(self, batch: _Batch) -> ChangeSet:
         evolved_new = ({v.note_id for v in batch.versions} | batch.dirty) & batch.pos.keys()
         redo = [n for n in batch.new if n.id in evolved_new]
-        text_changed = [n for n in batch.changed.values() if _needs_encoding(batch.tm, n)]
+        text_changed = [n for n in batch.changed.values() if _needs_encoding(batch.stored(n.id), n)]
         fresh_vecs = dict(
             zip([n.id for n in redo + text_changed], self.encode_notes(redo + text_changed), strict=True)
         )
@@ -278,9 +287,8 @@ def _thread(tm: TenantMemory, items: list[Interaction], chars: int) -> list[Inte
     return out
 
 
-def _needs_encoding(tm: TenantMemory, note: Note) -> bool:
-    old = tm.notes.get(note.id)
-    return old is None or (old.content, old.keywords, old.tags, old.context) != (
+def _needs_encoding(old: Note, note: Note) -> bool:
+    return (old.content, old.keywords, old.tags, old.context) != (
         note.content,
         note.keywords,
         note.tags,

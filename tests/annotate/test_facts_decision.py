@@ -109,6 +109,26 @@ def test_old_question_and_old_past_event_are_not_facts() -> None:
     )
 
 
+def test_a_narrated_one_off_event_is_never_retired() -> None:
+    # What happened once stays true: a later event of the same shape is history too, not a new value.
+    old = "Maya repaired a rusty bicycle in Lisbon last week with Omar"
+    d = judge(old, "Maya sold a rusty bicycle in Porto on Sunday with Omar", sim=0.9)
+    assert d == Decision.keep("old statement is a one-off event ('last week')")
+    assert cues.one_off_event("Chloe photographed a broken guitar in Austin over the holidays") == (
+        "over the holidays"
+    )
+
+
+def test_an_event_that_reports_a_change_or_a_standing_fact_is_no_one_off() -> None:
+    # 'moved ... in May' establishes where one lives now: a later move still retires it.
+    moved = judge("I moved to Seattle in May.", "We moved to Portland last week, Seattle is over.", sim=0.6)
+    assert moved.supersedes
+    assert (
+        cues.one_off_event("I'm training for a half marathon in April.") is None
+    )  # present: a standing plan
+    assert cues.one_off_event("I repaired my bike.") is None  # no occasion named
+
+
 # --- the pieces --------------------------------------------------------------------------------------
 def test_masking_hides_values_and_keeps_the_frame() -> None:
     assert masked("My manager is Tom since March 2023.") == "My manager is someone since someone some"

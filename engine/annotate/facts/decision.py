@@ -142,6 +142,8 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
         return Decision.keep("old statement is a question")
     if cues.is_past_event(old_text):
         return Decision.keep("old statement is a past event")
+    if (when := cues.one_off_event(old_text)) and not cues.first_match(cues.CHANGE, masked(old_text)):
+        return Decision.keep(f"old statement is a one-off event ('{when}')")  # 'moved ... in May' is a change
     if cue := _guard_cue(new_text):
         return Decision.keep(cue)
     party, old_party = cues.third_party(new_text), cues.third_party(old_text)

@@ -173,17 +173,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _settings(pairs: Sequence[str]) -> dict[str, Any]:
-    """'prf_weight=0' -> {'prf_weight': 0.0}: numbers and booleans parsed, the rest kept as text."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        name, _, text = pair.partition("=")
-        out[name] = {"true": True, "false": False}.get(text.lower(), text)
-        if isinstance(out[name], str):
-            try:
-                out[name] = float(text)
-            except ValueError:
-                pass
-    return out
+    """'prf_weight=0' -> {'prf_weight': 0.0}: booleans and numbers parsed, the rest kept as text."""
+    return {name: _value(text) for name, _, text in (pair.partition("=") for pair in pairs)}
+
+
+def _value(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _full_run(

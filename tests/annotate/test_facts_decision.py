@@ -66,6 +66,38 @@ def test_same_attribute_without_a_change_is_a_restatement() -> None:
     assert same_values.reason.endswith("no change signal")
 
 
+def test_the_old_party_named_again_is_no_third_party() -> None:
+    # The old fact was about 'my roommate Jordan': a statement naming Jordan is about that party, even when
+    # it also names who replaced them ('my cousin Tim').
+    d = judge(
+        "My roommate Jordan is a nurse.", "Jordan moved out in August, my cousin Tim took his room", sim=0.2
+    )
+    assert d.reason == "superseded: same attribute 'old value 'jordan' named', ending cue 'moved out'"
+    other = judge("My roommate Jordan is a nurse.", "my cousin Tim moved to Ohio", sim=0.2)
+    assert other == Decision.keep("third person 'my cousin'")
+
+
+def test_a_denied_head_word_is_a_change() -> None:
+    # 'no glasses' denies what 'I wear glasses' asserted; an old statement already saying 'no X' is no change.
+    d = judge("I wear glasses every day.", "had surgery, no glasses for the first time!", sim=0.45)
+    assert d.reason == "superseded: same attribute 'glasses', attribute negated 'no glasses'"
+    same = judge("No glasses for me, perfect vision.", "still perfect vision, no glasses at 50", sim=0.6)
+    assert not same.supersedes
+    assert cues.negated_attribute("I drink coffee.", "coffee-free for a month") == "coffee-free"
+
+
+def test_a_recurring_slot_filled_instead_is_the_same_attribute() -> None:
+    # 'instead' replaces something; the shared weekly slot ('Saturdays') says what.
+    d = judge(
+        "I volunteer at the food bank on Saturdays.", "my Saturdays are at the animal shelter instead", 0.2
+    )
+    assert d.reason == "superseded: same attribute 'the same time slot 'saturday'', change cue 'instead'"
+    no_cue = judge(
+        "I volunteer at the food bank on Saturdays.", "my Saturdays are at the animal shelter", 0.2
+    )
+    assert no_cue == Decision.keep("no shared attribute")
+
+
 # --- guards ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("new", "reason"),

@@ -25,6 +25,9 @@ __all__ = [
     "possessed",
     "content_stems",
     "is_past_event",
+    "negated_attribute",
+    "time_slots",
+    "REPLACING",
     "one_off_event",
     "first_match",
     "is_question",
@@ -252,6 +255,30 @@ def renewed(old_text: str, new_text: str) -> str | None:
     return None
 
 
+REPLACING = frozenset(("instead", "switched", "swapped", "traded", "replaced"))
+"""Replacement cues that name no ending: 'I spend my Saturdays at the shelter instead'."""
+_NEGATED_WORD = re.compile(r"\b(?:no|without)\s+(?P<word>[a-z]+)|\b(?P<free>[a-z]+)-free\b", re.I)
+
+
+def negated_attribute(old_text: str, new_text: str) -> str | None:
+    """'no glasses', 'meat-free': the new statement denies a head word the old one asserted (and the old
+    statement does not deny it already: 'no car, no problem' twice is no change)."""
+    stems, old_lower = content_stems(old_text), old_text.lower()
+    for m in _NEGATED_WORD.finditer(new_text):
+        word = (m.group("word") or m.group("free")).lower()
+        if _stem(word) in stems and m.group(0).lower() not in old_lower:
+            return m.group(0).lower()
+    return None
+
+
+@functools.lru_cache(maxsize=CACHE)
+def time_slots(text: str) -> frozenset[str]:
+    """Recurring calendar slots ('on Saturdays', 'my Sundays' -> 'saturday', 'sunday'): with a replacement
+    cue, the same slot filled differently is the same attribute (what one does then)."""
+    words = (w.rstrip("s") for w in re.findall(r"[a-z]+", text.lower()))
+    return frozenset(w for w in words if w in _DAYS)
+
+
 @functools.lru_cache(maxsize=4 * CACHE)
 def first_match(pattern: re.Pattern[str], text: str) -> str | None:
     m = pattern.search(text)
@@ -348,6 +375,7 @@ def values(text: str) -> frozenset[str]:
 
 
 _NOT_VALUES = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
+_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday weekend".split())
 _CALENDAR = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
     "august september october november december weekend season spring summer autumn fall winter".split()

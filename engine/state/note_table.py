@@ -5,7 +5,7 @@ note it was a large share of a tenant's memory. Here each note is one `bytes`: t
 zlib level 1 (exact datetimes, half the bytes, ~20 us to load; it never leaves the process: snapshots
 and the log keep their own record form). A `Note` is built when it is read: recall reads tens per
 query and the write path a few per new note, never all of them. What is read across every note (time,
-speaker, content length, time words) lives in numpy columns by slot, so views over the whole tenant
+speaker, content length, time words, stance) lives in numpy columns by slot, so views over the whole tenant
 never decode a record.
 
 The table is a read-only `Mapping[str, Note]` to the rest of the engine; `TenantMemory` writes it.
@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from engine.annotate.facts.stance import stance
 from engine.model.note import Note
 from engine.state.vector_index import VectorIndex
 from engine.text import has_time_expression
@@ -40,6 +41,8 @@ class NoteTable(Mapping[str, Note]):
         """Slot -> content length."""
         self.timely = np.zeros(0, dtype=bool)
         """Slot -> the content says when (a time expression), for temporal questions."""
+        self.stance = np.zeros(0, dtype=np.int16)
+        """Slot -> asserted (0) or hedged: hypothetical, negated, another party's (engine.annotate.facts.stance)."""
         self.speakers: list[str] = []
         self._speaker_code: dict[str, int] = {}
         self.generation = 0
@@ -84,11 +87,12 @@ class NoteTable(Mapping[str, Note]):
         self.speaker[slot] = self._code(note.speaker)
         self.chars[slot] = len(note.content)
         self.timely[slot] = has_time_expression(note.content)
+        self.stance[slot] = stance(note.content)
 
     def clear(self, slot: int) -> None:
         if slot < len(self._records):
             self._records[slot] = None
-            self.speaker[slot], self.chars[slot], self.timely[slot] = -1, 0, False
+            self.speaker[slot], self.chars[slot], self.timely[slot], self.stance[slot] = -1, 0, False, 0
 
     def _code(self, speaker: str | None) -> int:
         if not speaker:
@@ -109,6 +113,7 @@ class NoteTable(Mapping[str, Note]):
             self.speaker = grown(self.speaker, cap, -1)
             self.chars = grown(self.chars, cap, 0)
             self.timely = grown(self.timely, cap, False)
+            self.stance = grown(self.stance, cap, 0)
 
 
 def grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:

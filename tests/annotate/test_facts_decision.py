@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine.annotate.embedded import EmbeddedAnnotator
-from engine.annotate.facts import cues
+from engine.annotate.facts import cues, occasions
 from engine.annotate.facts.decision import Decision, Statement, decide, masked, similarity
 from engine.annotate.schemas import EvolveRequest, NeighbourUpdate
 from engine.config import Config
@@ -84,6 +84,7 @@ def test_a_denied_head_word_is_a_change() -> None:
     same = judge("No glasses for me, perfect vision.", "still perfect vision, no glasses at 50", sim=0.6)
     assert not same.supersedes
     assert cues.negated_attribute("I drink coffee.", "coffee-free for a month") == "coffee-free"
+    assert cues.negated_attribute("Talk to you soon!", "Hey! Long time no talk!") is None  # no fact, an idiom
 
 
 def test_a_recurring_slot_filled_instead_is_the_same_attribute() -> None:
@@ -146,7 +147,7 @@ def test_a_narrated_one_off_event_is_never_retired() -> None:
     old = "Maya repaired a rusty bicycle in Lisbon last week with Omar"
     d = judge(old, "Maya sold a rusty bicycle in Porto on Sunday with Omar", sim=0.9)
     assert d == Decision.keep("old statement is a one-off event ('last week')")
-    assert cues.one_off_event("Chloe photographed a broken guitar in Austin over the holidays") == (
+    assert occasions.one_off_event("Chloe photographed a broken guitar in Austin over the holidays") == (
         "over the holidays"
     )
 
@@ -156,9 +157,9 @@ def test_an_event_that_reports_a_change_or_a_standing_fact_is_no_one_off() -> No
     moved = judge("I moved to Seattle in May.", "We moved to Portland last week, Seattle is over.", sim=0.6)
     assert moved.supersedes
     assert (
-        cues.one_off_event("I'm training for a half marathon in April.") is None
+        occasions.one_off_event("I'm training for a half marathon in April.") is None
     )  # present: a standing plan
-    assert cues.one_off_event("I repaired my bike.") is None  # no occasion named
+    assert occasions.one_off_event("I repaired my bike.") is None  # no occasion named
 
 
 # --- the pieces --------------------------------------------------------------------------------------

@@ -20,15 +20,14 @@ __all__ = [
     "EPISODE",
     "HYPOTHETICAL",
     "NEGATED_PAST",
+    "RELATION_WORDS",
     "REPLACEMENT",
     "STILL",
     "possessed",
     "content_stems",
     "is_past_event",
     "negated_attribute",
-    "time_slots",
     "REPLACING",
-    "one_off_event",
     "first_match",
     "is_question",
     "masked",
@@ -201,6 +200,7 @@ _THIRD_SUBJECT = re.compile(
     re.I,
 )
 _RELATION_WORDS = frozenset(re.findall(r"[a-z-]+", _RELATIONS.replace("s?", "")))
+RELATION_WORDS = _RELATION_WORDS
 """Who a fact is about, not what: 'my sister lives...' and 'my sister got...' share no attribute."""
 _FIRST_SUBJECT = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|we|we're|we've|we'll)\b")
 _FIRST_OBJECT = re.compile(r"\b(?:me|my|mine|us|our)\b", re.I)  # 'you can reach me at ...' is the speaker's
@@ -262,21 +262,16 @@ _NEGATED_WORD = re.compile(r"\b(?:no|without)\s+(?P<word>[a-z]+)|\b(?P<free>[a-z
 
 def negated_attribute(old_text: str, new_text: str) -> str | None:
     """'no glasses', 'meat-free': the new statement denies a head word the old one asserted (and the old
-    statement does not deny it already: 'no car, no problem' twice is no change)."""
+    statement does not deny it already: 'no car, no problem' twice is no change). The old statement must
+    assert something of the speaker ('I wear glasses'): 'Talk to you soon!' is no fact 'long time no talk' denies."""
+    if not _FIRST_SUBJECT.search(old_text):
+        return None
     stems, old_lower = content_stems(old_text), old_text.lower()
     for m in _NEGATED_WORD.finditer(new_text):
         word = (m.group("word") or m.group("free")).lower()
         if _stem(word) in stems and m.group(0).lower() not in old_lower:
             return m.group(0).lower()
     return None
-
-
-@functools.lru_cache(maxsize=CACHE)
-def time_slots(text: str) -> frozenset[str]:
-    """Recurring calendar slots ('on Saturdays', 'my Sundays' -> 'saturday', 'sunday'): with a replacement
-    cue, the same slot filled differently is the same attribute (what one does then)."""
-    words = (w.rstrip("s") for w in re.findall(r"[a-z]+", text.lower()))
-    return frozenset(w for w in words if w in _DAYS)
 
 
 @functools.lru_cache(maxsize=4 * CACHE)
@@ -310,45 +305,6 @@ def is_past_event(text: str) -> bool:
     return bool(_PAST_EVENT.search(text)) and not _PRESENT.search(text)
 
 
-_ONE_OFF_TIME = _rx(
-    r"yesterday",
-    r"last night",
-    r"the other day",
-    r"earlier today",
-    r"this (?:morning|afternoon|evening)",
-    r"(?:last|this past) (?:week|weekend|month|year|spring|summer|fall|autumn|winter|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
-    r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
-    r"in (?:january|february|march|april|may|june|july|august|september|october|november|december)",
-    r"over the (?:holidays|weekend|break)",
-    r"(?:after|before) (?:work|school|class|lunch|dinner|breakfast)",
-    r"(?:a|an|one|two|three|\d+) (?:days?|weeks?|months?|years?) ago",
-)
-"""Time phrases that place an event on one occasion ('last week', 'on Sunday', 'after work')."""
-_SIMPLE_PAST = re.compile(
-    r"(?<!\ba )(?<!\ban )(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\bis )(?<!\bam )(?<!\bare )(?<!'m )"
-    r"\b(?:[a-z]{2,}ed|went|saw|sold|bought|found|lost|made|took|got|had|ate|met|ran|came|gave|brought|"
-    r"caught|built|drove|flew|wrote|left|won|paid|sent|spent|told|threw|wore|rode|sang|swam|broke|fell|"
-    r"forgot|began|drew|grew|hid|kept|led|rang|sat|sold|stole|stood|taught|thought|tore|woke)\b",
-    re.I,
-)
-_STANDING = re.compile(
-    r"\b(?:am|is|are|have|has|do|does|usually|always|every|currently|now|these days|still)\b|'m\b|'re\b|'ve\b",
-    re.I,
-)
-
-
-@functools.lru_cache(maxsize=CACHE)
-def one_off_event(text: str) -> str | None:
-    """The time phrase of a narrated one-off event ('Maya repaired a bicycle in Lisbon last week'): a
-    simple-past verb placed on one occasion, with nothing in the present. What happened once stays true,
-    so a later statement cannot retire it; its time phrase is returned, None when the text is no such event."""
-    when = first_match(_ONE_OFF_TIME, text)
-    if when is None or _STANDING.search(text) or not _SIMPLE_PAST.search(text):
-        return None
-    return when
-
-
 @functools.lru_cache(maxsize=CACHE)
 def third_party(text: str) -> str | None:
     """'my brother', 'she': the new statement is about someone else and the speaker is not its subject."""
@@ -375,7 +331,6 @@ def values(text: str) -> frozenset[str]:
 
 
 _NOT_VALUES = frozenset(("I", "I'm", "I've", "I'd", "I'll"))
-_DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday weekend".split())
 _CALENDAR = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
     "august september october november december weekend season spring summer autumn fall winter".split()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import engine.annotate.facts.cues as cues
+import engine.annotate.facts.occasions as occasions
 from engine.annotate.facts.rules import frame_attribute, frame_distinct
 from engine.annotate.facts.rules import supersedes as frame_supersedes
 
@@ -142,7 +143,7 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
         return Decision.keep("old statement is a question")
     if cues.is_past_event(old_text):
         return Decision.keep("old statement is a past event")
-    if (when := cues.one_off_event(old_text)) and not cues.first_match(cues.CHANGE, masked(old_text)):
+    if (when := occasions.one_off_event(old_text)) and not cues.first_match(cues.CHANGE, masked(old_text)):
         return Decision.keep(f"old statement is a one-off event ('{when}')")  # 'moved ... in May' is a change
     if cue := _guard_cue(new_text):
         return Decision.keep(cue)
@@ -196,7 +197,9 @@ def _same_attribute(old_text: str, new_text: str, similarity: float | None) -> s
     strong = cues.first_match(cues.REPLACEMENT, new_text) or cues.first_match(cues.CHANGE, new_text)
     if shared and (sim >= LOW or strong and sim >= FLOOR):
         return ", ".join(shared[:3])
-    if strong in cues.REPLACING and (slot := sorted(cues.time_slots(old_text) & cues.time_slots(new_text))):
+    if strong in cues.REPLACING and (
+        slot := sorted(occasions.time_slots(old_text) & occasions.time_slots(new_text))
+    ):
         return f"the same time slot '{slot[0]}'"  # 'my Saturdays at the shelter instead' / '... on Saturdays'
     if sim >= MID and _value_replaced(old_values, new_values):
         return f"a value replaced in similar statements ({sim:.2f})"

@@ -21,6 +21,7 @@ Results: bench/results/facts-<split>.json.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -113,10 +114,10 @@ def _judge(
     return {"now_ok": now_ok, "as_of_ok": as_of_ok, "marked_ok": marked_ok, "false_sup": false_sup}
 
 
-def run_engine(scenarios: Sequence[Scenario]) -> list[dict[str, Any]]:
-    from engine import Memory
+def run_engine(scenarios: Sequence[Scenario], settings: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    from engine import Config, Memory
 
-    with Memory() as mem:
+    with Memory(config=Config.of(**(settings or {}))) as mem:
         return [engine_case(mem, s, i) for i, s in enumerate(scenarios)]
 
 
@@ -151,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=("dev", "heldout", "old92"), default="dev")
     ap.add_argument("--rules-only", action="store_true", help="evaluate the decision alone")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a Config.of override")
     args = ap.parse_args(argv)
     scenarios = scenarios_of(args.split)
     rules = rules_only(scenarios)
@@ -164,14 +166,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("rules alone\n" + table(payload["rules"], ["kind", "n", *rule_keys]))
     _print_failures(payload["rule_failures"], "reason")
     if not args.rules_only:
-        payload.update(_full_run(scenarios, rules))
+        payload.update(_full_run(scenarios, rules, _settings(args.set)))
     path = write_json(f"facts-{args.split}" + ("-rules" if args.rules_only else ""), payload)
     print(f"\nwrote {path}")
     return 0
 
 
-def _full_run(scenarios: list[Scenario], rules: list[dict[str, Any]]) -> dict[str, Any]:
-    rows = run_engine(scenarios)
+def _settings(pairs: Sequence[str]) -> dict[str, Any]:
+    """'prf_weight=0' -> {'prf_weight': 0.0}: booleans and numbers parsed, the rest kept as text."""
+    return {name: _value(text) for name, _, text in (pair.partition("=") for pair in pairs)}
+
+
+def _value(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _full_run(
+    scenarios: list[Scenario], rules: list[dict[str, Any]], settings: dict[str, Any]
+) -> dict[str, Any]:
+    rows = run_engine(scenarios, settings)
     for rule, row in zip(rules, rows, strict=True):
         row["ok"] = row["now_ok"] and row["as_of_ok"] and row["marked_ok"]
         row["why"] = None if row["ok"] else diagnose(rule, row)
@@ -180,6 +198,8 @@ def _full_run(scenarios: list[Scenario], rules: list[dict[str, Any]]) -> dict[st
     print("\nfull engine (embedded annotator)\n" + table(summary, ["kind", "n", *keys]))
     failures = [r for r in rows if not r["ok"]]
     _print_failures(failures, "why")
+    whys = Counter(str(r["why"]) for r in failures)
+    print("failures by cause: " + ", ".join(f"{why}: {n}" for why, n in whys.most_common()))
     return {"engine": summary, "engine_failures": failures}
 
 

@@ -174,10 +174,13 @@ class RecallConfig:
     """Weight of a second retrieval round seeded by the first round's top hits (multi-hop)."""
     prf_weight: float = 0.3
     """BM25 pseudo-relevance feedback: weight of the top lexical hits' keywords as extra query terms."""
-    prf_content_seeds: bool = False
+    prf_content_seeds: bool = True
     """Pick the feedback seeds by the query without the participants it names (a name ties every turn of
-    that speaker), and scale the feedback to the seeds' score. Off by default: on, facts dev now_ok
-    0.481 -> 0.635 but LoCoMo held-out R@10 0.739 -> 0.736 (docs/recall.md, "PRF seeds")."""
+    that speaker), and scale the feedback to the seeds' score. On since facts v3: facts dev now_ok
+    0.481 -> 0.635, LoCoMo held-out R@10 0.739 -> 0.736, all 0.753 -> 0.754 (docs/recall.md, "PRF seeds")."""
+    hedged_penalty: float = 0.1
+    """Taken from hypothetical, negated and other parties' statements when the question asks about none of
+    these (engine.recall.boosts): facts dev now_ok +0.03, LoCoMo dev R@10 unchanged or better (docs/facts.md v3)."""
     short_turn_penalty: float = 0.2
     """Taken (in proportion) from turns shorter than 60 characters."""
     rescore_weight: float = 0.0

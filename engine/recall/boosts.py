@@ -3,15 +3,19 @@
 - speaker: a query naming a participant favours that participant's turns (`speaker_boost`) and, with
   `speaker_addressed`, by half as much the turns that name them (addressed to them or about them);
 - temporal: a "when / how long" question favours turns that say when (`temporal_boost`);
+- hedged statements: a hypothetical, negated or other party's statement ('someday I want an EV', 'my
+  daughter is learning Mandarin') loses `hedged_penalty`, unless the question asks about plans, what did
+  not happen, or that party: a plain question about the speaker wants the asserted fact ("I drive a Camry");
 - short turns: a turn shorter than SHORT_CHARS loses up to `short_turn_penalty` in proportion ("Go, Jon!"
   matches a question naming Jon on the name alone and carries no evidence).
-Per-slot facts (speaker, length, time expression) come precomputed from engine.recall.view.
+Per-slot facts (speaker, length, time expression, stance) come precomputed from engine.recall.view.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from engine.annotate.facts.stance import asks_about
 from engine.config import RecallConfig
 from engine.recall.query import QueryInfo, mentions
 from engine.recall.view import TenantView
@@ -39,6 +43,10 @@ def boost(
             add[~by_named] += config.speaker_boost / 2 * said
     if config.temporal_boost and query.temporal:
         add += config.temporal_boost * view.timely[slots]
+    if config.hedged_penalty:
+        stance = view.stance[slots]
+        asked = np.fromiter(asks_about(query.text), dtype=stance.dtype)
+        add -= config.hedged_penalty * ((stance > 0) & ~np.isin(stance, asked))
     if config.short_turn_penalty:
         add -= config.short_turn_penalty * np.clip(1 - view.chars[slots] / SHORT_CHARS, 0, 1)
     return scores + add

@@ -1,6 +1,8 @@
 """Fusion: one score per candidate from its dense (cosine) and lexical (BM25) scores.
 
-- minmax: each list min-max normalised over the candidate union, `(1 - w) * dense + w * lexical`;
+- minmax: dense min-max normalised over the candidate union, lexical divided by its best score (BM25 has a
+  natural zero, no query word; min-max would stretch near-ties, such as a name every turn of a speaker
+  carries, over the whole range), `(1 - w) * dense + w * lexical`;
 - rrf: reciprocal-rank fusion, `(1 - w) / (c + rank_dense) + w / (c + rank_lexical)` (Cormack et al.,
   2009, c = 60), rescaled so the best candidate scores 1; a candidate absent from a list gets no share;
 - zscore: each list standardised over the union (mean 0, sd 1), then weighted like minmax and min-max
@@ -25,12 +27,18 @@ def fuse_scores(dense: np.ndarray, lexical: np.ndarray | None, w: float, how: st
         return minmax((1 - w) * zscore(dense) + w * zscore(lexical))
     if how != "minmax":
         raise ValueError(f"unknown fusion {how!r}")
-    return (1 - w) * minmax(dense) + w * minmax(lexical)
+    return (1 - w) * minmax(dense) + w * to_best(lexical)
 
 
 def minmax(x: np.ndarray) -> np.ndarray:
     lo, hi = float(x.min()), float(x.max())
     return np.ones_like(x) if hi - lo < 1e-9 else (x - lo) / (hi - lo)
+
+
+def to_best(x: np.ndarray) -> np.ndarray:
+    """Scores as a share of the best (all 0 when nothing scores): for lists whose zero means 'no match'."""
+    hi = float(x.max())
+    return x / hi if hi > 0 else np.zeros_like(x)
 
 
 def zscore(x: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@
    mean of their vectors a dense one (Rocchio); that round's fused score, x `second_round_weight`,
    adds to the first, so a note reachable only through an entity of a top hit can join.
 BM25 pseudo-relevance feedback (`lexical_scores`) adds `prf_weight` x the scores of the top lexical
-hits' keywords to the query's own lexical scores before any of this (`prf_content_seeds`, off by
+hits' keywords to the query's own lexical scores before any of this (`prf_content_seeds`, on by
 default: seeds picked without the query's names, feedback scaled to the seeds' score); MiniLM re-scoring
 (engine.recall.rescore, opt-in) comes after all of it.
 """

@@ -1,7 +1,7 @@
 """What the query-side levers need to know about a tenant, computed once per state change.
 
 The participants (distinct speakers), the notes in time order (for session neighbours) and, per slot, the
-speaker, content length and whether the content says when (for the boosts). Taken from the note table's
+speaker, content length, whether the content says when and its stance (for the boosts). Taken from the note table's
 columns and rebuilt after each write batch (array work only: no note is decoded).
 """
 
@@ -30,6 +30,8 @@ class TenantView:
     """Slot -> content length."""
     timely: np.ndarray
     """Slot -> the content carries a time expression."""
+    stance: np.ndarray
+    """Slot -> asserted (0) or a hedged stance's code (engine.annotate.facts.stance)."""
 
     def neighbours(self, slots: np.ndarray, gap_s: float, window: int = 1) -> np.ndarray:
         """(len(slots), 2 * window): the slots 1..window before and after each in time (columns -1, +1,
@@ -76,5 +78,12 @@ def _build(tm: TenantMemory) -> TenantView:
     position[order] = np.arange(len(order))
     speaker, chars = table.speaker[:n].astype(np.int64), table.chars[:n].astype(np.float64)
     return TenantView(
-        tuple(table.speakers), table.timestamp[order], order, position, speaker, chars, table.timely[:n]
+        tuple(table.speakers),
+        table.timestamp[order],
+        order,
+        position,
+        speaker,
+        chars,
+        table.timely[:n],
+        table.stance[:n],
     )

@@ -5,7 +5,7 @@ note it was a large share of a tenant's memory. Here each note is one `bytes`: i
 plain values (times as integer microseconds: exact), marshalled, then zlib level 1 (~300 bytes for a
 chat turn; half of a pickled Note, and no class names inside). A `Note` is built when it is read:
 recall reads tens per query and the write path a few per new note, never all of them. What is read
-across every note (time, speaker, content length, time words) lives in numpy columns by slot, so views
+across every note (time, speaker, content length, time words, stance) lives in numpy columns by slot, so views
 over the whole tenant never decode a record.
 
 After a snapshot the records live in its state file (packed.py), memory-mapped: RAM keeps only the
@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from engine.annotate.facts.stance import stance
 from engine.model.note import Link, Note
 from engine.state.packed import Records
 from engine.state.vector_index import VectorIndex
@@ -52,6 +53,8 @@ class NoteTable(Mapping[str, Note]):
         """Slot -> content length."""
         self.timely = np.zeros(0, dtype=bool)
         """Slot -> the content says when (a time expression), for temporal questions."""
+        self.stance = np.zeros(0, dtype=np.int16)
+        """Slot -> asserted (0) or hedged: hypothetical, negated, another party's (engine.annotate.facts.stance)."""
         self.speakers: list[str] = []
         self._speaker_code: dict[str, int] = {}
         self.generation = 0
@@ -103,6 +106,7 @@ class NoteTable(Mapping[str, Note]):
         self._base, self._records, self._held = base, [None] * len(base), 0
         self.timestamp, self.speaker = columns["timestamp"], columns["speaker"].astype(np.int32)
         self.chars, self.timely = columns["chars"].astype(np.int32), columns["timely"].astype(bool)
+        self.stance = columns["stance"].astype(np.int16)
         self.speakers, self._speaker_code = list(speakers), {s: i for i, s in enumerate(speakers)}
         self.bump()
 
@@ -118,12 +122,13 @@ class NoteTable(Mapping[str, Note]):
         self.speaker[slot] = self._code(note.speaker)
         self.chars[slot] = len(note.content)
         self.timely[slot] = has_time_expression(note.content)
+        self.stance[slot] = stance(note.content)
 
     def clear(self, slot: int) -> None:
         if slot < len(self._records):
             self._held += self._records[slot] is None
             self._records[slot] = _GONE
-            self.speaker[slot], self.chars[slot], self.timely[slot] = -1, 0, False
+            self.speaker[slot], self.chars[slot], self.timely[slot], self.stance[slot] = -1, 0, False, 0
 
     def _code(self, speaker: str | None) -> int:
         if not speaker:
@@ -144,6 +149,7 @@ class NoteTable(Mapping[str, Note]):
             self.speaker = grown(self.speaker, cap, -1)
             self.chars = grown(self.chars, cap, 0)
             self.timely = grown(self.timely, cap, False)
+            self.stance = grown(self.stance, cap, 0)
 
 
 def grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-_COLUMNS = ("timestamp", "speaker", "chars", "timely", "visible_from", "invalid_at")
+_COLUMNS = ("timestamp", "speaker", "chars", "timely", "stance", "visible_from", "invalid_at")
 
 
 def source_key(source_id: str) -> int:

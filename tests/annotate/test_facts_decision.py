@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine.annotate.embedded import EmbeddedAnnotator
-from engine.annotate.facts import cues
+from engine.annotate.facts import cues, occasions
 from engine.annotate.facts.decision import Decision, Statement, decide, masked, similarity
 from engine.annotate.schemas import EvolveRequest, NeighbourUpdate
 from engine.config import Config
@@ -66,6 +66,39 @@ def test_same_attribute_without_a_change_is_a_restatement() -> None:
     assert same_values.reason.endswith("no change signal")
 
 
+def test_the_old_party_named_again_is_no_third_party() -> None:
+    # The old fact was about 'my roommate Jordan': a statement naming Jordan is about that party, even when
+    # it also names who replaced them ('my cousin Tim').
+    d = judge(
+        "My roommate Jordan is a nurse.", "Jordan moved out in August, my cousin Tim took his room", sim=0.2
+    )
+    assert d.reason == "superseded: same attribute 'old value 'jordan' named', ending cue 'moved out'"
+    other = judge("My roommate Jordan is a nurse.", "my cousin Tim moved to Ohio", sim=0.2)
+    assert other == Decision.keep("third person 'my cousin'")
+
+
+def test_a_denied_head_word_is_a_change() -> None:
+    # 'no glasses' denies what 'I wear glasses' asserted; an old statement already saying 'no X' is no change.
+    d = judge("I wear glasses every day.", "had surgery, no glasses for the first time!", sim=0.45)
+    assert d.reason == "superseded: same attribute 'glasses', attribute negated 'no glasses'"
+    same = judge("No glasses for me, perfect vision.", "still perfect vision, no glasses at 50", sim=0.6)
+    assert not same.supersedes
+    assert cues.negated_attribute("I drink coffee.", "coffee-free for a month") == "coffee-free"
+    assert cues.negated_attribute("Talk to you soon!", "Hey! Long time no talk!") is None  # no fact, an idiom
+
+
+def test_a_recurring_slot_filled_instead_is_the_same_attribute() -> None:
+    # 'instead' replaces something; the shared weekly slot ('Saturdays') says what.
+    d = judge(
+        "I volunteer at the food bank on Saturdays.", "my Saturdays are at the animal shelter instead", 0.2
+    )
+    assert d.reason == "superseded: same attribute 'the same time slot 'saturday'', change cue 'instead'"
+    no_cue = judge(
+        "I volunteer at the food bank on Saturdays.", "my Saturdays are at the animal shelter", 0.2
+    )
+    assert no_cue == Decision.keep("no shared attribute")
+
+
 # --- guards ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("new", "reason"),
@@ -107,6 +140,26 @@ def test_old_question_and_old_past_event_are_not_facts() -> None:
     assert judge("My coffee went cold again.", "my coffee is black these days", sim=0.9).reason == (
         "kept: old statement is a past event"
     )
+
+
+def test_a_narrated_one_off_event_is_never_retired() -> None:
+    # What happened once stays true: a later event of the same shape is history too, not a new value.
+    old = "Maya repaired a rusty bicycle in Lisbon last week with Omar"
+    d = judge(old, "Maya sold a rusty bicycle in Porto on Sunday with Omar", sim=0.9)
+    assert d == Decision.keep("old statement is a one-off event ('last week')")
+    assert occasions.one_off_event("Chloe photographed a broken guitar in Austin over the holidays") == (
+        "over the holidays"
+    )
+
+
+def test_an_event_that_reports_a_change_or_a_standing_fact_is_no_one_off() -> None:
+    # 'moved ... in May' establishes where one lives now: a later move still retires it.
+    moved = judge("I moved to Seattle in May.", "We moved to Portland last week, Seattle is over.", sim=0.6)
+    assert moved.supersedes
+    assert (
+        occasions.one_off_event("I'm training for a half marathon in April.") is None
+    )  # present: a standing plan
+    assert occasions.one_off_event("I repaired my bike.") is None  # no occasion named
 
 
 # --- the pieces --------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from engine.recall.fusion import RRF_C, fuse_scores, minmax, ranks, rrf, zscore
+from engine.recall.fusion import RRF_C, fuse_scores, minmax, ranks, rrf, to_best, zscore
 
 
 def test_minmax_weights_normalised_lists() -> None:
@@ -9,6 +9,16 @@ def test_minmax_weights_normalised_lists() -> None:
     lexical = np.array([10.0, 0.0, 5.0])
     got = fuse_scores(dense, lexical, 0.7, "minmax")
     np.testing.assert_allclose(got, 0.3 * np.array([0, 0.5, 1]) + 0.7 * np.array([1, 0, 0.5]))
+
+
+def test_near_tied_lexical_scores_stay_near_tied() -> None:
+    # A name every turn carries: BM25 ~0.10-0.11 for all. Min-max would spread that over [0, 1] and let
+    # the length normalisation pick the winner; as a share of the best it stays a near-tie, dense decides.
+    dense, lexical = np.array([0.1, 0.3]), np.array([0.11, 0.10])
+    np.testing.assert_allclose(to_best(lexical), [1.0, 10 / 11])
+    got = fuse_scores(dense, lexical, 0.7, "minmax")
+    assert got[1] > got[0]
+    np.testing.assert_array_equal(to_best(np.zeros(2)), [0.0, 0.0])
 
 
 def test_minmax_of_a_flat_list_is_all_ones() -> None:

@@ -23,6 +23,7 @@ PLAIN |= {
     "second_round_weight": 0.0,
     "prf_weight": 0.0,
     "short_turn_penalty": 0.0,
+    "hedged_penalty": 0.0,
 }
 
 
@@ -79,6 +80,20 @@ def test_short_turn_penalty_sinks_a_bare_greeting(encoder) -> None:
     mem = _memory(encoder, turns)
     assert _ranked(mem, "What did Gina say to Jon about dance?")[0] == 0
     assert _ranked(_with(mem, short_turn_penalty=1.0), "What did Gina say to Jon about dance?")[0] == 1
+
+
+def test_hedged_penalty_prefers_the_asserted_fact_unless_asked_about_plans(encoder) -> None:
+    # A plain question about the speaker wants what they assert, not what they only wish for.
+    turns = [
+        ("Kendra", "I drive a 2015 Camry to work.", 0),
+        ("Kendra", "someday I want to drive an EV, maybe when the Camry dies", 24),
+        ("Kendra", "The sunset yesterday was unreal.", 48),
+    ]
+    mem = _memory(encoder, turns)
+    plain, plans = "What car does Kendra drive?", "What car does Kendra want to drive someday?"
+    assert _ranked(mem, plain)[0] == 1
+    assert _ranked(_with(mem, hedged_penalty=0.5), plain)[0] == 0
+    assert _ranked(mem, plans)[0] == _ranked(_with(mem, hedged_penalty=0.5), plans)[0] == 1
 
 
 def test_neighbours_lift_the_answer_after_a_matching_question(encoder) -> None:

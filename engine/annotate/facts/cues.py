@@ -20,11 +20,14 @@ __all__ = [
     "EPISODE",
     "HYPOTHETICAL",
     "NEGATED_PAST",
+    "RELATION_WORDS",
     "REPLACEMENT",
     "STILL",
     "possessed",
     "content_stems",
     "is_past_event",
+    "negated_attribute",
+    "REPLACING",
     "first_match",
     "is_question",
     "masked",
@@ -197,6 +200,7 @@ _THIRD_SUBJECT = re.compile(
     re.I,
 )
 _RELATION_WORDS = frozenset(re.findall(r"[a-z-]+", _RELATIONS.replace("s?", "")))
+RELATION_WORDS = _RELATION_WORDS
 """Who a fact is about, not what: 'my sister lives...' and 'my sister got...' share no attribute."""
 _FIRST_SUBJECT = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|we|we're|we've|we'll)\b")
 _FIRST_OBJECT = re.compile(r"\b(?:me|my|mine|us|our)\b", re.I)  # 'you can reach me at ...' is the speaker's
@@ -248,6 +252,25 @@ def renewed(old_text: str, new_text: str) -> str | None:
         phrase = m.group(0).lower()
         if _stem(m.group("word").lower()) in stems and phrase not in old_lower:
             return phrase
+    return None
+
+
+REPLACING = frozenset(("instead", "switched", "swapped", "traded", "replaced"))
+"""Replacement cues that name no ending: 'I spend my Saturdays at the shelter instead'."""
+_NEGATED_WORD = re.compile(r"\b(?:no|without)\s+(?P<word>[a-z]+)|\b(?P<free>[a-z]+)-free\b", re.I)
+
+
+def negated_attribute(old_text: str, new_text: str) -> str | None:
+    """'no glasses', 'meat-free': the new statement denies a head word the old one asserted (and the old
+    statement does not deny it already: 'no car, no problem' twice is no change). The old statement must
+    assert something of the speaker ('I wear glasses'): 'Talk to you soon!' is no fact 'long time no talk' denies."""
+    if not _FIRST_SUBJECT.search(old_text):
+        return None
+    stems, old_lower = content_stems(old_text), old_text.lower()
+    for m in _NEGATED_WORD.finditer(new_text):
+        word = (m.group("word") or m.group("free")).lower()
+        if _stem(word) in stems and m.group(0).lower() not in old_lower:
+            return m.group(0).lower()
     return None
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import engine.annotate.facts.cues as cues
+import engine.annotate.facts.occasions as occasions
 from engine.annotate.facts.rules import frame_attribute, frame_distinct
 from engine.annotate.facts.rules import supersedes as frame_supersedes
 
@@ -142,11 +143,13 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
         return Decision.keep("old statement is a question")
     if cues.is_past_event(old_text):
         return Decision.keep("old statement is a past event")
+    if (when := occasions.one_off_event(old_text)) and not cues.first_match(cues.CHANGE, masked(old_text)):
+        return Decision.keep(f"old statement is a one-off event ('{when}')")  # 'moved ... in May' is a change
     if cue := _guard_cue(new_text):
         return Decision.keep(cue)
     party, old_party = cues.third_party(new_text), cues.third_party(old_text)
-    if party is not None and party not in old_text.lower():
-        return Decision.keep(f"third person '{party}'")
+    if party is not None and party not in old_text.lower() and not _names_party(old_text, new_text):
+        return Decision.keep(f"third person '{party}'")  # 'Jordan moved out, my cousin took his room'
     if old_party is not None and old_party not in new_text.lower() and not _names_party(old_text, new_text):
         return Decision.keep(f"old statement about '{old_party}'")
     return None
@@ -194,6 +197,10 @@ def _same_attribute(old_text: str, new_text: str, similarity: float | None) -> s
     strong = cues.first_match(cues.REPLACEMENT, new_text) or cues.first_match(cues.CHANGE, new_text)
     if shared and (sim >= LOW or strong and sim >= FLOOR):
         return ", ".join(shared[:3])
+    if strong in cues.REPLACING and (
+        slot := sorted(occasions.time_slots(old_text) & occasions.time_slots(new_text))
+    ):
+        return f"the same time slot '{slot[0]}'"  # 'my Saturdays at the shelter instead' / '... on Saturdays'
     if sim >= MID and _value_replaced(old_values, new_values):
         return f"a value replaced in similar statements ({sim:.2f})"
     named = sorted(v for v in old_values if not v[:1].isdigit() and _says(new_text, v))
@@ -252,6 +259,8 @@ def _change(old_text: str, new_text: str) -> str | None:
         return f"ending cue '{ending}'" if names_old else None
     if cue := cues.renewed(old_text, new_text):
         return f"attribute renewed '{cue}'"
+    if cue := cues.negated_attribute(old_text, new_text):
+        return f"attribute negated '{cue}'"
     if old_values and kept == old_values:
         return None  # every value of the old statement is said again: a restatement
     if cue := cues.first_match(cues.CHANGE, new_text):

@@ -123,6 +123,7 @@ class TenantMemory:
         }
         columns |= {
             "timely": self.notes.timely,
+            "stance": self.notes.stance,
             "visible_from": self._visible_from,
             "invalid_at": self._invalid_at,
         }

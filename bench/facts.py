@@ -3,6 +3,7 @@ being true, and nothing else?
 
     python -m bench.facts --split dev              # develop here: the blind set's dev half
     python -m bench.facts --split heldout          # score once, after the mechanism is frozen
+    python -m bench.facts --split fresh            # a second blind set, written after v3 was built
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
 
@@ -27,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bench.common import table, write_json
-from bench.fact_scenarios import KINDS, SCENARIOS, Scenario, fillers_for, load_blind
+from bench.fact_scenarios import FRESH, KINDS, SCENARIOS, Scenario, fillers_for, load_blind
 from engine.annotate.facts.decision import Statement, decide, similarity
 from engine.encode import Encoder, WordLlamaEncoder
 
@@ -145,12 +146,14 @@ def summarise(rows: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str,
 
 
 def scenarios_of(split: str) -> list[Scenario]:
+    if split == "fresh":
+        return load_blind((split,), path=FRESH)
     return list(SCENARIOS) if split == "old92" else load_blind((split,))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=("dev", "heldout", "old92"), default="dev")
+    ap.add_argument("--split", choices=("dev", "heldout", "fresh", "old92"), default="dev")
     ap.add_argument("--rules-only", action="store_true", help="evaluate the decision alone")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a Config.of override")
     args = ap.parse_args(argv)

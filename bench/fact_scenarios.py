@@ -21,9 +21,9 @@ from pathlib import Path
 
 KINDS = ("supersede", "additive", "third_person", "restated", "other_speaker", "hypothetical", "negated")
 BLIND = Path(__file__).with_name("fact_scenarios_blind.json")
+"""205 scenarios written blind (without reading the rules), split into dev and heldout halves."""
 FRESH = Path(__file__).with_name("fact_scenarios_fresh.json")
 """A second blind set (split "fresh"), written by a session that saw only the scenario format, after v3."""
-"""205 scenarios written blind (without reading the rules), split into dev and heldout halves."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ With a `path` the index lives on disk (a derived index saved beside a snapshot);
 
 from __future__ import annotations
 
+import errno
 import math
 import shutil
 import tempfile
@@ -84,13 +85,18 @@ class LexicalIndex:
         """Apply buffered writes in one commit (deletes first: an upsert replaces its slot's document)."""
         if not self._deletes and not self._adds:
             return
-        writer = self._index.writer(_HEAP, 1)
-        for slot in self._deletes:
-            writer.delete_documents_by_term("slot", slot)
-        for doc in self._adds.values():
-            writer.add_document(doc)
-        writer.commit()
-        writer.wait_merging_threads()
+        try:
+            writer = self._index.writer(_HEAP, 1)
+            for slot in self._deletes:
+                writer.delete_documents_by_term("slot", slot)
+            for doc in self._adds.values():
+                writer.add_document(doc)
+            writer.commit()
+            writer.wait_merging_threads()
+        except ValueError as exc:  # tantivy reports a failed write (a full disk) as ValueError
+            if "IO error" not in str(exc):
+                raise
+            raise OSError(errno.ENOSPC if "No space" in str(exc) else errno.EIO, str(exc)) from exc
         self._adds.clear()
         self._deletes.clear()
         self._index.reload()

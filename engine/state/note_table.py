@@ -22,6 +22,7 @@ import pickle
 import zlib
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -170,21 +171,45 @@ def _us(value: datetime | None) -> int | None:
 
 
 def _time(value: int | None) -> datetime | None:
-    return None if value is None else _EPOCH + timedelta(microseconds=value)
+    return None if value is None else _at(value)
 
 
-def encode(note: Note) -> bytes:
-    fields = (
+def _at(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+FIELDS = (
+    "id", "tenant", "content", "speaker", "keywords", "tags", "context", "links", "metadata", "source_ids",
+    "occurrences", "annotated_by", "version", "superseded_by",
+    "timestamp", "created_at", "updated_at", "valid_at", "invalid_at", "expired_at",
+)  # fmt: skip
+"""The record's fields in order: times (and link times, occurrences) as integer microseconds, links as
+(target, reason, created_at) triples."""
+
+
+def fields(note: Note) -> tuple[Any, ...]:
+    return (
         note.id, note.tenant, note.content, note.speaker, note.keywords, note.tags, note.context,
         [(x.target, x.reason, _us(x.created_at)) for x in note.links], note.metadata, note.source_ids,
         [_us(t) for t in note.occurrences], str(note.annotated_by), note.version, note.superseded_by,
         *(_us(t) for t in (note.timestamp, note.created_at, note.updated_at)),
         *(_us(t) for t in (note.valid_at, note.invalid_at, note.expired_at)),
     )  # fmt: skip
+
+
+def encode(note: Note) -> bytes:
     try:
-        return _MARSHAL + zlib.compress(marshal.dumps(fields), 1)
+        return _MARSHAL + zlib.compress(marshal.dumps(fields(note)), 1)
     except ValueError:  # metadata holding a value marshal cannot write
         return _PICKLE + zlib.compress(pickle.dumps(note, pickle.HIGHEST_PROTOCOL), 1)
+
+
+def decode_fields(record: bytes | memoryview) -> tuple[Any, ...]:
+    """The record's FIELDS without building a Note (snapshots write whole tenants this way)."""
+    if record[:1] == _PICKLE:
+        return fields(pickle.loads(zlib.decompress(record[1:])))
+    out: tuple[Any, ...] = marshal.loads(zlib.decompress(record[1:]))
+    return out
 
 
 def decode(record: bytes | memoryview) -> Note:
@@ -192,13 +217,12 @@ def decode(record: bytes | memoryview) -> Note:
         note: Note = pickle.loads(zlib.decompress(record[1:]))
         return note
     (id_, tenant, content, speaker, keywords, tags, context, links, metadata, sources, occurrences, by,
-     version, superseded_by, ts, created, updated, valid, invalid, expired) = marshal.loads(
-        zlib.decompress(record[1:]))  # fmt: skip
+     version, superseded_by, ts, created, updated, valid, invalid, expired) = decode_fields(record)  # fmt: skip
     return Note(
-        id=id_, tenant=tenant, content=content, timestamp=_time(ts), speaker=speaker,  # type: ignore[arg-type]
+        id=id_, tenant=tenant, content=content, timestamp=_at(ts), speaker=speaker,
         keywords=keywords, tags=tags, context=context,
-        links=[Link(target, reason, _time(at)) for target, reason, at in links],  # type: ignore[arg-type]
-        metadata=metadata, source_ids=sources, occurrences=[_time(t) for t in occurrences],  # type: ignore[misc]
-        annotated_by=by, version=version, created_at=_time(created), updated_at=_time(updated),  # type: ignore[arg-type]
+        links=[Link(target, reason, _at(at)) for target, reason, at in links],
+        metadata=metadata, source_ids=sources, occurrences=[_at(t) for t in occurrences],
+        annotated_by=by, version=version, created_at=_at(created), updated_at=_at(updated),
         valid_at=_time(valid), invalid_at=_time(invalid), expired_at=_time(expired), superseded_by=superseded_by,
     )  # fmt: skip

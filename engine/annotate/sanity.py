@@ -31,16 +31,30 @@ def _stems(text: str) -> frozenset[str]:
 
 def grounded(term: str, vocabulary: frozenset[str]) -> bool:
     """A keyword is drawn from (or near) a text when one of its words, stemmed, is in it or close to one."""
-    words = [stem(t) for t in tokens(term)]
-    if any(w in vocabulary for w in words):
-        return True
-    return any(_near(w, vocabulary) for w in words if len(w) > 3)
+    return _in(term, vocabulary) or any(_near(w, vocabulary) for w in _term_stems(term) if len(w) > 3)
+
+
+def _in(term: str, vocabulary: frozenset[str]) -> bool:
+    return any(w in vocabulary for w in _term_stems(term))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _term_stems(term: str) -> tuple[str, ...]:
+    return tuple(stem(t) for t in tokens(term))
 
 
 def _near(word: str, vocabulary: frozenset[str]) -> bool:
     # difflib's ratio is at most 2*min/(len sum): words whose lengths rule the cutoff out are skipped.
     ok = [v for v in vocabulary if 2 * min(len(v), len(word)) >= _NEAR_RATIO * (len(v) + len(word))]
     return bool(difflib.get_close_matches(word, ok, n=1, cutoff=_NEAR_RATIO))
+
+
+def _mostly_grounded(keywords: Sequence[str], vocabulary: frozenset[str]) -> bool:
+    """At least half the keywords grounded; the exact test first, the fuzzy one only if it falls short."""
+    exact = sum(_in(k, vocabulary) for k in keywords)
+    if 2 * exact >= len(keywords):
+        return True
+    return 2 * sum(grounded(k, vocabulary) for k in keywords) >= len(keywords)
 
 
 def ground_keywords(keywords: Sequence[str], text: str) -> list[str]:
@@ -82,12 +96,11 @@ def off_subject(neighbour: Note, update: NeighbourUpdate) -> str | None:
     the neighbour (its content, keywords or context); a new context must be a sentence that shares a word
     with the neighbour. A new note's words may be added, never swapped in for the neighbour's.
     """
-    own = _stems(" ".join([neighbour.content, neighbour.context, *neighbour.keywords]))
+    old = _stems(" ".join(neighbour.keywords))  # parts cached apart: the content never changes
+    own = _stems(neighbour.content) | _stems(neighbour.context) | old
     if update.keywords is not None:
-        old = _stems(" ".join(neighbour.keywords))
-        kept = [k for k in update.keywords if grounded(k, own)]
-        if (old and not any(_stems(k) & old for k in update.keywords)) or 2 * len(kept) < len(
-            update.keywords
+        if (old and not any(_stems(k) & old for k in update.keywords)) or not _mostly_grounded(
+            update.keywords, own
         ):
             return "off_subject_keywords"
     if update.context is not None:

@@ -207,9 +207,10 @@ def _adopt_state(path: Path, meta: dict[str, Any], tm: TenantMemory, num_notes: 
     """Take the snapshot's state file when whole and in step with the adopted index (else: False, and
     the notes are read from Parquet)."""
     expected = meta.get("derived", {}).get(STATE)
+    if expected is None:  # an older snapshot: the next one will carry a state file
+        log.info("tenant %s: %s has no state file; reading the notes", tm.tenant, path.name)
+        return False
     try:
-        if expected is None:
-            raise ValueError("absent (an older snapshot)")
         if any(_sha256(path / name) != digest for name, digest in expected.items()):
             raise ValueError("checksum mismatch")
         state = packed.read(path / STATE)

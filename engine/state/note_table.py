@@ -32,7 +32,8 @@ from engine.state.packed import Records
 from engine.state.vector_index import VectorIndex
 from engine.text import has_time_expression
 
-_MIN_CAPACITY = 1024
+MIN_CAPACITY = 64
+"""First column size: a store of many small tenants pays this per tenant (it doubles from there)."""
 _GONE = b""
 """Overlay entry of a slot deleted since the base was written (a real record is never empty)."""
 
@@ -145,7 +146,7 @@ class NoteTable(Mapping[str, Note]):
         if need > len(self._records):
             self._records.extend([None] * (need - len(self._records)))
         if need > len(self.timestamp):
-            cap = max(need, 2 * len(self.timestamp), _MIN_CAPACITY)
+            cap = max(need, 2 * len(self.timestamp), MIN_CAPACITY)
             self.timestamp = grown(self.timestamp, cap, 0.0)
             self.speaker = grown(self.speaker, cap, -1)
             self.chars = grown(self.chars, cap, 0)

@@ -19,7 +19,7 @@ from engine.model.changes import ChangeSet
 from engine.model.note import Note
 from engine.state.history import History
 from engine.state.lexical import LexicalIndex
-from engine.state.note_table import NoteTable, grown
+from engine.state.note_table import MIN_CAPACITY, NoteTable, grown
 from engine.state.packed import Packed, Records, source_key
 from engine.state.vector_index import VectorIndex
 
@@ -235,7 +235,7 @@ class TenantMemory:
         """Capacity doubles, so growing costs O(1) amortised per note, not a copy per batch."""
         need = self.index.num_slots
         if need > len(self._visible_from):
-            cap = max(need, 2 * len(self._visible_from), 1024)
+            cap = max(need, 2 * len(self._visible_from), MIN_CAPACITY)
             self._visible_from = grown(self._visible_from, cap, -np.inf)
             self._invalid_at = grown(self._invalid_at, cap, np.inf)
 

@@ -140,9 +140,10 @@ class VectorIndex:
         return self._view[slots]
 
     def search(
-        self, queries: np.ndarray, k: int, mask: np.ndarray | None = None
+        self, queries: np.ndarray, k: int, mask: np.ndarray | None = None, ef: int | None = None
     ) -> list[list[tuple[int, float]]]:
-        """Top-k (slot, cosine) per query among slots where `mask` (and liveness) holds."""
+        """Top-k (slot, cosine) per query among slots where `mask` (and liveness) holds; `ef` overrides
+        the HNSW beam (ann tier only)."""
         allowed = self.live if mask is None else (self.live & mask)
         n_allowed = int(allowed.sum())
         k = min(k, n_allowed)
@@ -152,7 +153,7 @@ class VectorIndex:
         if self._gpu:
             scores, slots = self._gpu.search(queries, k, allowed)
         elif self.tier == ann.ANN:
-            scores, slots = self._search_ann(queries, k, allowed, n_allowed)
+            scores, slots = self._search_ann(queries, k, allowed, n_allowed, ef or self.config.ann_ef_search)
         else:
             scores, slots = self._search_exact(queries, k, allowed, n_allowed)
         return [
@@ -170,11 +171,11 @@ class VectorIndex:
         return ann.exact_rows(self._store, queries, k, allowed)
 
     def _search_ann(
-        self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int
+        self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int, ef: int
     ) -> tuple[np.ndarray, np.ndarray]:
         if n_allowed <= self.config.ann_exact_max:
             return ann.exact_rows(self._store, queries, k, allowed)
-        found = ann.search_ann(self._store, queries, k, allowed, n_allowed, self.config.ann_ef_search)
+        found = ann.search_ann(self._store, queries, k, allowed, n_allowed, ef)
         if not self._stale:
             return found
         stale = np.zeros(len(allowed), dtype=bool)

@@ -152,7 +152,8 @@ class WritePipeline:
         batch.vecs = self.encode_notes(batch.new)
         # One search serves both duplicate detection and link candidates.
         depth = max(3, self.config.write.k_neighbours)
-        batch.hits = batch.tm.index.search(batch.vecs, depth, batch.tm.mask()) if batch.new else []
+        ef = self.config.index.ann_ef_write
+        batch.hits = batch.tm.index.search(batch.vecs, depth, batch.tm.mask(), ef) if batch.new else []
         batch.inner = batch.vecs @ batch.vecs.T
 
     def encode_notes(self, notes: list[Note]) -> np.ndarray:

@@ -136,3 +136,18 @@ def test_load_rejects_damaged_or_stale_files(tmp_path: Path) -> None:
     path.write_bytes(bytes(data[: len(data) // 2]))
     with pytest.raises(CorruptIndex, match=str(path)):
         VectorIndex.load(path, 7)
+
+
+def test_the_write_beam_overrides_the_search_beam() -> None:
+    """`ef` reaches FAISS: a one-wide beam misses neighbours the default beam finds, a wide one finds more."""
+    db = _clustered(3, 3000, 40)
+    queries = _clustered(4, 50, 40)
+    ix = _filled(db)
+    everything = np.ones(len(db), dtype=bool)
+
+    def recall(ef: int | None) -> float:
+        exact = np.argsort(-(queries @ db.T), axis=1)[:, :10]
+        got = ix.search(queries, 10, everything, ef)
+        return float(np.mean([len({s for s, _ in g} & set(e.tolist())) / 10 for g, e in zip(got, exact)]))
+
+    assert recall(1) < recall(None) <= recall(512) and recall(512) >= 0.95

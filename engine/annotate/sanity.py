@@ -98,11 +98,11 @@ def off_subject(neighbour: Note, update: NeighbourUpdate) -> str | None:
     """
     old = _stems(" ".join(neighbour.keywords))  # parts cached apart: the content never changes
     own = _stems(neighbour.content) | _stems(neighbour.context) | old
-    if update.keywords is not None:
-        if (old and not any(_stems(k) & old for k in update.keywords)) or not _mostly_grounded(
-            update.keywords, own
-        ):
-            return "off_subject_keywords"
+    keywords = update.keywords
+    if keywords is not None and (
+        (old and not any(_stems(k) & old for k in keywords)) or not _mostly_grounded(keywords, own)
+    ):
+        return "off_subject_keywords"
     if update.context is not None:
         problem = context_problem(update.context, neighbour.content)
         if problem:

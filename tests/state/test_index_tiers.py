@@ -148,6 +148,8 @@ def test_the_write_beam_overrides_the_search_beam() -> None:
     def recall(ef: int | None) -> float:
         exact = np.argsort(-(queries @ db.T), axis=1)[:, :10]
         got = ix.search(queries, 10, everything, ef)
-        return float(np.mean([len({s for s, _ in g} & set(e.tolist())) / 10 for g, e in zip(got, exact)]))
+        return float(
+            np.mean([len({s for s, _ in g} & set(e.tolist())) / 10 for g, e in zip(got, exact, strict=True)])
+        )
 
     assert recall(1) < recall(None) <= recall(512) and recall(512) >= 0.95

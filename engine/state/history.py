@@ -49,21 +49,48 @@ class _Mapped:
 
     table: pa.Table
     keys: np.ndarray
-    """hash(note_id) of each row, sorted."""
+    """`_key` of each row's note id, sorted."""
     rows: np.ndarray
     """Row of each sorted key."""
+    prefix: bool
+    """Keys are id prefixes (every id has _PREFIX bytes), else Python's hash."""
 
     @classmethod
     def open(cls, path: Path) -> _Mapped:
         table = _conform(pa.ipc.open_file(pa.memory_map(str(path))).read_all())  # its buffers keep the map
-        hashes = np.fromiter((hash(i) for i in table.column("note_id").to_pylist()), np.int64, table.num_rows)
-        order = np.argsort(hashes, kind="stable")
-        return cls(table, hashes[order], order)
+        keys, prefix = _keys(table.column("note_id"))
+        order = np.argsort(keys, kind="stable")
+        return cls(table, keys[order], order, prefix)
 
     def rows_of(self, note_id: str) -> np.ndarray:
-        key = hash(note_id)
+        key = _key(note_id, self.prefix)
         lo, hi = np.searchsorted(self.keys, key, "left"), np.searchsorted(self.keys, key, "right")
         return np.sort(self.rows[lo:hi])
+
+
+_PREFIX = 16
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _keys(ids: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
+    """Row keys, computed on the column's bytes without a Python string per row (note ids are hex
+    digests and uuids: their first 16 bytes are as good as a hash; a clash only costs a compared row)."""
+    column = ids.combine_chunks().cast(pa.large_string()) if len(ids) else pa.array([], pa.large_string())
+    offsets = np.frombuffer(column.buffers()[1], np.int64)[column.offset : column.offset + len(column) + 1]
+    if len(column) and column.null_count == 0 and int(np.diff(offsets).min()) >= _PREFIX:
+        data = np.frombuffer(column.buffers()[2], np.uint8)
+        heads = data[offsets[:-1, None] + np.arange(_PREFIX)].view(np.uint64)
+        return (heads[:, 0] ^ (heads[:, 1] * _MIX)).view(np.int64), True
+    return np.fromiter((hash(i) for i in column.to_pylist()), np.int64, len(column)), False
+
+
+def _key(note_id: str, prefix: bool) -> int:
+    raw = note_id.encode()
+    if not prefix or len(raw) < _PREFIX:
+        return hash(note_id) if not prefix else -1  # a short id is in no prefix-keyed file
+    a, b = int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:16], "little")
+    key = a ^ ((b * int(_MIX)) & (2**64 - 1))
+    return key - 2**64 if key >= 2**63 else key
 
 
 class History:

@@ -26,7 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,10 +89,10 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
     files = {"notes.parquet": _notes_table(tm), VERSIONS: tm.history.table()}
     pq.write_table(files["notes.parquet"], tmp / "notes.parquet")
     write_versions(files[VERSIONS], tmp / VERSIONS)
-    sums = {name: _sha256(tmp / name) for name in files}
+    sums = dict(zip(files, _sha256_all([tmp / name for name in files]), strict=True))
     derived = {LEXICAL: _write_lexical(tmp / LEXICAL, tm), "lexical_keys": _BY_SLOT}
     state_files = packed.write(tmp / STATE, tm.pack())
-    derived[STATE] = {p.name: _sha256(p) for p in state_files}
+    derived[STATE] = dict(zip([p.name for p in state_files], _sha256_all(state_files), strict=True))
     meta = {
         "schema_version": SCHEMA_VERSION,
         "seq": seq,
@@ -211,7 +213,7 @@ def _adopt_state(path: Path, meta: dict[str, Any], tm: TenantMemory, num_notes: 
         log.info("tenant %s: %s has no state file; reading the notes", tm.tenant, path.name)
         return False
     try:
-        if any(_sha256(path / name) != digest for name, digest in expected.items()):
+        if _sha256_all([path / name for name in expected]) != list(expected.values()):
             raise ValueError("checksum mismatch")
         state = packed.read(path / STATE)
         if state.num_slots != tm.index.num_slots:
@@ -269,8 +271,9 @@ def _check_meta(path: Path, meta: dict[str, Any], tm: TenantMemory, encoder: str
             f"{path}: store was built with encoder {meta.get('encoder')!r} ({meta.get('dim')}-d); "
             f"open it with the same encoder, not {encoder!r} ({tm.index.dim}-d)"
         )
-    for name, expected in meta["sha256"].items():
-        if not (path / name).exists() or _sha256(path / name) != expected:
+    names = list(meta["sha256"])
+    for name, digest in zip(names, _sha256_all([path / n for n in names]), strict=True):
+        if digest != meta["sha256"][name]:
             raise CorruptStore(f"{path / name}: checksum mismatch (file damaged or truncated)")
 
 
@@ -319,7 +322,8 @@ def _read_lexical(
 def _tree_sums(folder: Path) -> dict[str, str]:
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such folder")
-    return {p.relative_to(folder).as_posix(): _sha256(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+    return dict(zip([p.relative_to(folder).as_posix() for p in files], _sha256_all(files), strict=True))
 
 
 def _notes_table(tm: TenantMemory) -> pa.Table:
@@ -398,6 +402,17 @@ def _changes_from_tables(notes: pa.Table, dim: int) -> ChangeSet:
                 row[name] = json.loads(row[name])
             changes.upserts.append((note_from_record(row), vec.astype(np.float32)))
     return changes
+
+
+def _sha256_all(paths: list[Path]) -> list[str | None]:
+    """Digests of the files (None: missing), hashed on threads: hashlib lets go of the GIL, and opening a
+    large tenant is mostly reading its snapshot through the hash."""
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        return list(pool.map(_sha256_or_none, paths))
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    return _sha256(path) if path.exists() else None
 
 
 def _sha256(path: Path) -> str:

@@ -50,13 +50,21 @@ def same(a: NoteVersion, b: NoteVersion) -> bool:
     )
 
 
+LONG = ("a" * 32, "a" * 16 + "b" * 16, "0123456789abcdef" * 2)  # the first two share their 16-byte key
+SHORT = ("a", "b", "c")
+
+
+@pytest.mark.parametrize("ids", [SHORT, LONG], ids=["short ids", "hex ids"])
 @pytest.mark.parametrize("seal_every", [1, 3, 1000])
-def test_versions_read_back_equal_across_seals(monkeypatch: pytest.MonkeyPatch, seal_every: int) -> None:
+def test_versions_read_back_equal_across_seals(
+    monkeypatch: pytest.MonkeyPatch, seal_every: int, ids: tuple[str, ...]
+) -> None:
+    """Short ids are keyed by hash, long ones by their bytes (a clash of keys only costs a compared row)."""
     monkeypatch.setattr(history_mod, "SEAL_EVERY", seal_every)
     rng = np.random.default_rng(0)
     h, written = History(), {}
     for n in range(1, 5):
-        for note_id in ("a", "b", "c"):
+        for note_id in ids:
             v = version(note_id, n, rng, with_vector=n != 2)
             h.append(v)
             written.setdefault(note_id, []).append(v)
@@ -64,13 +72,14 @@ def test_versions_read_back_equal_across_seals(monkeypatch: pytest.MonkeyPatch, 
     for note_id, vs in written.items():
         got = h.of(note_id)
         assert len(got) == len(vs) and all(same(x, y) for x, y in zip(got, vs, strict=True))
-    h.drop("b")
-    assert len(h) == 8 and h.of("b") == [] and "b" not in h
+    a, b = ids[0], ids[1]
+    h.drop(b)
+    assert len(h) == 8 and h.of(b) == [] and b not in h
     again = History()
     again.load_table(h.table())  # an older (Parquet) snapshot's round trip
-    assert len(again) == 8 and all(same(x, y) for x, y in zip(again.of("a"), written["a"], strict=True))
-    again.append(version("a", 9, rng))
-    assert [v.version for v in again.of("a")] == [1, 2, 3, 4, 9]
+    assert len(again) == 8 and all(same(x, y) for x, y in zip(again.of(a), written[a], strict=True))
+    again.append(version(a, 9, rng))
+    assert [v.version for v in again.of(a)] == [1, 2, 3, 4, 9]
 
 
 def test_rebase_maps_the_snapshot_file_and_removes_the_spill(

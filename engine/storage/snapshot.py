@@ -323,7 +323,8 @@ def _tree_sums(folder: Path) -> dict[str, str]:
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such folder")
     files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
-    return dict(zip([p.relative_to(folder).as_posix() for p in files], _sha256_all(files), strict=True))
+    names = [p.relative_to(folder).as_posix() for p in files]
+    return {name: digest or "" for name, digest in zip(names, _sha256_all(files), strict=True)}
 
 
 def _notes_table(tm: TenantMemory) -> pa.Table:

@@ -37,7 +37,7 @@ def _recall(ix: VectorIndex, db: np.ndarray, queries: np.ndarray, allowed: np.nd
     return found / (10 * len(queries))
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=15, deadline=None, derandomize=True)  # CI must not draw a new graph each run
 @given(seed=st.integers(0, 10_000), n=st.integers(150, 600), clusters=st.integers(1, 12))
 def test_ann_tier_recall_matches_exact(seed: int, n: int, clusters: int) -> None:
     db = _clustered(seed, n, clusters)

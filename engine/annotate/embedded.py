@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -105,14 +105,14 @@ class EmbeddedAnnotator:
         return [self._judge(req) for req in requests]
 
     def _warm_masked(self, requests: Sequence[LinkRequest]) -> None:
-        """Encode in one call every masked statement the decisions may compare: the encoder's cost is
-        per call far more than per text, and one call per compared pair was a quarter of ingest."""
-        chars = self.config.write.max_content_chars
-        texts: list[str] = []
+        """Encode in one call the masked statements the decisions will compare: the encoder's cost is per
+        call far more than per text (one call per compared pair was a quarter of ingest). A first pass
+        decides every pair it can without a similarity and notes the texts of those that need one."""
+        needed: list[str] = []
         for req in requests:
-            texts += masked_parts(clip(req.note.content, chars))
-            texts += [masked(clip(c.note.content, chars)) for c in req.candidates]
-        self._encode_missing(texts)
+            for cand in req.candidates:
+                self._decide(cand.note, req.note, needed)
+        self._encode_missing(needed)
 
     def _judge(self, req: LinkRequest) -> list[LinkChoice]:
         new_kw = _stems(req.note.keywords)
@@ -162,6 +162,12 @@ class EmbeddedAnnotator:
     # --- supersession -----------------------------------------------------------------------------
     def supersession(self, old: Note, new: Note) -> Decision:
         """engine.annotate.facts.decision on two notes, with the similarity of their masked texts."""
+        decision = self._decide(old, new, None)
+        assert decision is not None  # only a probe (`needed`) defers
+        return decision
+
+    def _decide(self, old: Note, new: Note, needed: list[str] | None) -> Decision | None:
+        """With `needed`, a decision that would encode texts adds them there and returns None instead."""
         key = (old.content, old.speaker, new.content, new.speaker)
         if (known := self._decided.get(key)) is None:
             if len(self._decided) > _CACHED:
@@ -169,8 +175,15 @@ class EmbeddedAnnotator:
             # Clipped first: the rules' and encoder's cost is bounded by max_content_chars, not the input.
             chars = self.config.write.max_content_chars
             old_text, new_text = clip(old.content, chars), clip(new.content, chars)
-            sim = functools.partial(similarity, self._encode_masked, old_text, new_text)
-            known = decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim)
+            texts = [masked(old_text), *masked_parts(new_text)]
+            if needed is not None and any(t not in self._masked for t in texts):
+                sim: Callable[[], float] = functools.partial(_defer, needed, texts)
+            else:
+                sim = functools.partial(similarity, self._encode_masked, old_text, new_text)
+            try:
+                known = decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim)
+            except _Deferred:
+                return None
             self._decided[key] = known
         return known
 
@@ -205,6 +218,15 @@ class EmbeddedAnnotator:
 
     def close(self) -> None:
         pass
+
+
+class _Deferred(Exception):
+    """A decision needs a similarity whose texts are not encoded yet (see `_warm_masked`)."""
+
+
+def _defer(needed: list[str], texts: list[str]) -> float:
+    needed.extend(texts)
+    raise _Deferred
 
 
 def _stems(words: Sequence[str]) -> dict[str, str]:

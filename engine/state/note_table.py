@@ -34,6 +34,8 @@ from engine.text import has_time_expression
 
 MIN_CAPACITY = 64
 """First column size: a store of many small tenants pays this per tenant (it doubles from there)."""
+_RECENT = 4096
+"""Decoded notes kept for repeated reads (see `_decoded`)."""
 _GONE = b""
 """Overlay entry of a slot deleted since the base was written (a real record is never empty)."""
 
@@ -47,6 +49,8 @@ class NoteTable(Mapping[str, Note]):
         self._base: Records | None = None
         self._held = 0
         """Overlay entries that are not None."""
+        self._recent: dict[int, tuple[bytes, Note]] = {}
+        """Slot -> (record, note) of the last notes decoded (oldest first)."""
         self.timestamp = np.zeros(0)
         """Slot -> note time (POSIX seconds)."""
         self.speaker = np.zeros(0, dtype=np.int32)
@@ -68,7 +72,7 @@ class NoteTable(Mapping[str, Note]):
         record = self.record(slot) if slot is not None else None
         if record is None:
             raise KeyError(note_id)
-        return decode(record)
+        return self._decoded(slot, record)  # type: ignore[arg-type]
 
     def __contains__(self, note_id: object) -> bool:
         slot = self.index.slot_of.get(note_id) if isinstance(note_id, str) else None
@@ -84,7 +88,17 @@ class NoteTable(Mapping[str, Note]):
         record = self.record(slot)
         if record is None:
             raise KeyError(slot)
-        return decode(record)
+        return self._decoded(slot, record)
+
+    def _decoded(self, slot: int, record: bytes | memoryview) -> Note:
+        """A copy of the note, decoded once while its record stays the same: one write batch reads a
+        neighbour in the pipeline, the log and the apply step (a copy costs a twentieth of a decode)."""
+        hit = self._recent.get(slot)
+        if hit is None or hit[0] != record:
+            if len(self._recent) >= _RECENT:
+                del self._recent[next(iter(self._recent))]
+            hit = self._recent[slot] = (bytes(record), decode(record))
+        return hit[1].copy()
 
     def record(self, slot: int) -> bytes | memoryview | None:
         """The stored record (None: no note in that slot)."""

@@ -24,6 +24,7 @@ from engine.recall.boosts import boost
 from engine.recall.fusion import fuse_scores
 from engine.recall.query import QueryInfo
 from engine.recall.rescore import rescore
+from engine.recall.sparse import SparseScores
 from engine.recall.view import TenantView
 from engine.state.tenant_state import TenantMemory
 from engine.text import terms
@@ -43,8 +44,8 @@ class Ranker:
     view: TenantView
     query: QueryInfo
     query_vec: np.ndarray
-    lexical: np.ndarray | None
-    """Lexical score of every slot (invisible slots 0), or None when the lexical weight is 0."""
+    lexical: SparseScores | None
+    """Lexical scores of the visible matches (any other slot reads 0), or None when the lexical weight is 0."""
     mask: np.ndarray
     weight: float
     config: RecallConfig
@@ -67,7 +68,7 @@ class Ranker:
 
     def score(self, slots: np.ndarray) -> np.ndarray:
         dense = self.tm.index.vectors(slots) @ self.query_vec
-        lexical = None if self.lexical is None else self.lexical[slots]
+        lexical = None if self.lexical is None else self.lexical.at(slots)
         fused = fuse_scores(dense, lexical, self.weight, self.config.fusion)
         return boost(self.tm, self.view, slots, fused, self.query, self.config)
 
@@ -76,7 +77,7 @@ class Ranker:
         half = NEIGHBOUR_SEEDS // 2
         top = [slots[np.argsort(-(self.tm.index.vectors(slots) @ self.query_vec), kind="stable")[:half]]]
         if self.lexical is not None:
-            top.append(slots[np.argsort(-self.lexical[slots], kind="stable")[:half]])
+            top.append(slots[np.argsort(-self.lexical.at(slots), kind="stable")[:half]])
         window = self.config.neighbour_window
         extra = self.view.neighbours(np.concatenate(top), self.config.neighbour_gap_s, window).ravel()
         extra = extra[extra >= 0]
@@ -84,10 +85,10 @@ class Ranker:
 
     def best_neighbour(self, slots: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Each candidate's best neighbouring candidate's score, / its distance in turns (0 without one)."""
-        by_slot = np.zeros(self.tm.index.num_slots + 1)  # the last cell: "no neighbour" (-1) reads 0
-        by_slot[slots] = scores
         window = self.config.neighbour_window
-        near = by_slot[self.view.neighbours(slots, self.config.neighbour_gap_s, window)]
+        near = SparseScores.of(slots, scores).at(
+            self.view.neighbours(slots, self.config.neighbour_gap_s, window)
+        )
         return (near / np.repeat(np.arange(1, window + 1), 2)).max(axis=1)
 
     def second_round(self, slots: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -98,12 +99,11 @@ class Ranker:
         pool = {s for s, _ in dense_top} | set(slots.tolist())
         lexical, text = None, self.seed_text(seeds)
         if self.lexical is not None and text:
-            lexical = self.tm.lexical.scores(text, self.tm.index.num_slots)
-            lexical[~self.mask] = 0
-            pool.update(int(s) for s in np.argsort(-lexical)[: self.depth] if lexical[s] > 0)
+            lexical = bm25(self.tm, text, self.mask)
+            pool.update(int(s) for s in lexical.top(self.depth))
         merged = np.fromiter(sorted(pool), dtype=np.int64)
         dense2 = self.tm.index.vectors(merged) @ vec
-        lexical2 = None if lexical is None else lexical[merged]
+        lexical2 = None if lexical is None else lexical.at(merged)
         second = fuse_scores(dense2, lexical2, self.weight, self.config.fusion)
         second[np.isin(merged, seeds)] = 0  # the seeds match their own keywords best: no reward for that
         first = dict(zip(slots.tolist(), scores.tolist(), strict=True))
@@ -124,8 +124,8 @@ class Ranker:
 
 def lexical_scores(
     tm: TenantMemory, query: QueryInfo, mask: np.ndarray, prf_weight: float, content_seeds: bool = False
-) -> np.ndarray:
-    """BM25 of every visible slot; with prf_weight, plus that x BM25 of the seed hits' new keywords.
+) -> SparseScores:
+    """BM25 of the visible matches; with prf_weight, plus that x BM25 of the seed hits' new keywords.
 
     content_seeds (RecallConfig.prf_content_seeds): pick the seeds by the query without the participants
     it names, since a name alone ties every turn of that speaker ("What is Rachel's job title?") and makes
@@ -133,22 +133,24 @@ def lexical_scores(
     rest; and scale the feedback to the seeds' best score, so the many common expansion terms refine the
     query's ranking instead of outscoring it.
     """
-    out = _bm25(tm, query.lexical, mask)
+    out = bm25(tm, query.lexical, mask)
     if prf_weight <= 0 or out.max() <= 0:
         return out
-    by = _bm25(tm, query.content, mask) if content_seeds else out
-    order = np.argsort(-by, kind="stable") if content_seeds else np.argsort(-by)  # the latter: as before
-    seeds = [int(s) for s in order[:SEEDS] if by[s] > 0]
-    extra = _bm25(tm, _new_keywords(tm, seeds, query.lexical), mask)
+    by = bm25(tm, query.content, mask) if content_seeds else out
+    seeds = [int(s) for s in by.top(SEEDS)]
+    extra = bm25(tm, _new_keywords(tm, seeds, query.lexical), mask)
     if content_seeds and extra.max() > 0:
-        extra *= float(by[seeds].max()) / float(extra.max())
-    return out + prf_weight * extra
+        extra = extra.scaled(float(by.at(np.array(seeds, dtype=np.int64)).max()) / extra.max())
+    return out.plus(extra, prf_weight)
 
 
-def _bm25(tm: TenantMemory, text: str, mask: np.ndarray) -> np.ndarray:
-    out = tm.lexical.scores(text, tm.index.num_slots) if text else np.zeros(tm.index.num_slots, np.float32)
-    out[~mask] = 0
-    return out
+def bm25(tm: TenantMemory, text: str, mask: np.ndarray) -> SparseScores:
+    """BM25 of the visible slots among the lexical index's best matches for `text`."""
+    if not text:
+        return SparseScores.empty()
+    slots, scores = tm.lexical.matches(text)
+    keep = slots < tm.index.num_slots
+    return SparseScores.of(slots[keep], scores[keep], mask)
 
 
 def _new_keywords(tm: TenantMemory, seeds: list[int], query: str) -> str:

@@ -17,11 +17,12 @@ from datetime import datetime
 import numpy as np
 
 from engine.config import Config, RecallConfig
-from engine.model.note import Hit
+from engine.model.note import Hit, Note
 from engine.model.timeutil import utcnow
 from engine.recall.query import analyse
 from engine.recall.rounds import Ranker, lexical_scores
 from engine.recall.view import view_of
+from engine.recall.visible import visible
 from engine.state.tenant_state import TenantMemory
 
 
@@ -64,14 +65,14 @@ class Recipe:
 
 
 def search(tm: TenantMemory, query_vec: np.ndarray, query: str, recipe: Recipe) -> list[Hit]:
-    mask = tm.mask(recipe.as_of, recipe.include_superseded)
+    mask = visible(tm, recipe.as_of, recipe.include_superseded)
     slots, scores = fuse(tm, query_vec, query, mask, recipe)
-    hits = [Hit(note=tm.notes[tm.index.ids[s]], score=float(c)) for s, c in zip(slots, scores, strict=True)]
+    hits = [Hit(note=tm.notes.at(int(s)), score=float(c)) for s, c in zip(slots, scores, strict=True)]
     if recipe.expand_links and hits:
         hits = expand(tm, hits, mask, recipe)
     for hit in hits:
         hit.is_superseded = not _valid(hit, recipe.as_of)
-    return hits[: recipe.k]
+    return hits
 
 
 def fuse(
@@ -87,8 +88,7 @@ def fuse(
     lexical = None
     if w > 0:
         lexical = lexical_scores(tm, info, mask, recipe.levers.prf_weight, recipe.levers.prf_content_seeds)
-        top = np.argsort(-lexical)[:depth]
-        union.update(int(s) for s in top if lexical[s] > 0)
+        union.update(int(s) for s in lexical.top(depth))
     if not union:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     ranker = Ranker(tm, view, info, query_vec, lexical, mask, w, recipe.levers, depth)
@@ -100,25 +100,31 @@ def fuse(
 
 
 def expand(tm: TenantMemory, hits: list[Hit], mask: np.ndarray, recipe: Recipe) -> list[Hit]:
+    """The hits and their linked notes, best first, at most k: a linked note is decoded only if it stays."""
     seen = {h.note.id for h in hits}
     best = hits[0].score
-    joined: list[Hit] = []
+    joined: list[tuple[float, str, str]] = []  # (score, note id, via)
     for hit in hits:
         if hit.score < recipe.expand_min_score * best:
             break
-        for other_id, reason in tm.neighbours_of(hit.note.id):
+        for other_id, reason in _links_of(tm, hit.note):
             slot = tm.index.slot_of.get(other_id)
             if other_id in seen or slot is None or not mask[slot]:
                 continue
             seen.add(other_id)
-            joined.append(
-                Hit(
-                    note=tm.notes[other_id],
-                    score=hit.score * recipe.expand_decay,
-                    via=f"linked from {hit.note.id}: {reason}",
-                )
-            )
-    return sorted(hits + joined, key=lambda h: -h.score)
+            joined.append((hit.score * recipe.expand_decay, other_id, f"linked from {hit.note.id}: {reason}"))
+    ranked: list[Hit | tuple[float, str, str]] = [*hits, *joined]
+    ranked.sort(key=lambda h: -(h.score if isinstance(h, Hit) else h[0]))  # stable: hits before links
+    return [h if isinstance(h, Hit) else Hit(tm.notes[h[1]], h[0], via=h[2]) for h in ranked[: recipe.k]]
+
+
+def _links_of(tm: TenantMemory, note: Note) -> list[tuple[str, str]]:
+    """`tm.neighbours_of(note.id)` without decoding `note` again."""
+    out = [(link.target, link.reason) for link in note.links if link.target in tm.notes]
+    for source in tm.backlinks.get(tm.index.slot_of[note.id], ()):
+        src = tm.notes.at(source)
+        out.extend((src.id, link.reason) for link in src.links if link.target == note.id)
+    return out
 
 
 def _recency(tm: TenantMemory, slots: np.ndarray, recipe: Recipe) -> np.ndarray:

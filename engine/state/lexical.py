@@ -17,6 +17,7 @@ import errno
 import math
 import shutil
 import tempfile
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ _NOW = 1e300
 """`invalid_at` of a note still valid (tantivy range bounds want finite numbers)."""
 _HEAP = 32_000_000
 SCORED = 4096
-"""Matches `scores` reads by slot (see there)."""
+"""Matches `matches` reads by slot (see there)."""
 
 
 def _schema() -> tantivy.Schema:
@@ -116,20 +117,16 @@ class LexicalIndex:
             parts.extend((tantivy.Occur.Must, _filter(q)) for q in self._validity(as_of))
         return self._run(tantivy.Query.boolean_query(parts), depth)
 
-    def scores(self, query: str, num_slots: int, limit: int = SCORED) -> np.ndarray:
-        """BM25 by slot of the best `limit` matches regardless of validity, 0 elsewhere: the recall levers
-        (pseudo-relevance feedback, session neighbours, second round) read scores by slot. Exact on a
-        tenant with fewer matches; past that a slot below the limit-th best reads 0 instead of a score
-        too small to move it, and a search no longer collects every match (~all notes for a common
-        word at 1M notes)."""
-        out = np.zeros(num_slots, dtype=np.float32)
+    def matches(self, query: str, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, BM25 scores) of the best `limit` matches regardless of validity: the recall levers
+        (pseudo-relevance feedback, session neighbours, second round) read scores by slot, a slot not
+        among them as 0. Exact on a tenant with fewer matches; past that a slot below the limit-th best
+        reads 0 instead of a score too small to move it, and a search no longer collects every match
+        (~all notes for a common word at 1M notes)."""
         text = self._text_query(query)
         if text is None:
-            return out
-        slots, scores = self._run(text, min(limit, self._count))
-        keep = slots < num_slots
-        out[slots[keep]] = scores[keep]
-        return out
+            return _empty()
+        return self._run(text, min(SCORED if limit is None else limit, self._count))
 
     def scores_of(self, query: str, slots: np.ndarray) -> np.ndarray:
         """BM25 score of each given slot (0 where no query term occurs)."""
@@ -173,11 +170,12 @@ class LexicalIndex:
 
     def _run(self, query: tantivy.Query, limit: int) -> tuple[np.ndarray, np.ndarray]:
         searcher = self._index.searcher()
-        hits = searcher.search(query, limit, count=False).hits
+        hits = searcher.search(query, limit, count=False).hits  # `hits` builds a new list on each read
         if not hits:
             return _empty()
-        slots = searcher.fast_field_values("slot", [addr for _, addr in hits])
-        return np.asarray(slots, dtype=np.int64), np.asarray([s for s, _ in hits], dtype=np.float32)
+        scores = np.fromiter(map(itemgetter(0), hits), dtype=np.float32, count=len(hits))
+        slots = searcher.fast_field_values("slot", list(map(itemgetter(1), hits)))
+        return np.fromiter(slots, dtype=np.int64, count=len(slots)), scores
 
 
 def _filter(query: tantivy.Query) -> tantivy.Query:

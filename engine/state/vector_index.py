@@ -145,7 +145,7 @@ class VectorIndex:
         """Top-k (slot, cosine) per query among slots where `mask` (and liveness) holds; `ef` overrides
         the HNSW beam (ann tier only)."""
         allowed = self.live if mask is None else (self.live & mask)
-        n_allowed = int(allowed.sum())
+        n_allowed = int(np.count_nonzero(allowed))  # ~20x faster than sum() over a bool array
         k = min(k, n_allowed)
         queries = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
         if k == 0:

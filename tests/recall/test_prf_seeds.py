@@ -42,8 +42,9 @@ def _scores(mem: Memory, query: str, prf_weight: float, content_seeds: bool) -> 
         tm = t.state
         info = analyse(query, view_of(tm).participants)
         mask = tm.mask(None, False)
-        out = lexical_scores(tm, info, mask, prf_weight, content_seeds)
-        return {tm.notes[tm.index.ids[s]].content: float(out[s]) for s in np.flatnonzero(mask)}
+        visible = np.flatnonzero(mask)
+        out = lexical_scores(tm, info, mask, prf_weight, content_seeds).at(visible)
+        return {tm.notes.at(int(s)).content: float(x) for s, x in zip(visible, out, strict=True)}
 
 
 def test_name_tied_seeds_lifted_chit_chat_and_no_longer_do(encoder) -> None:

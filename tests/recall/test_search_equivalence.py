@@ -50,8 +50,12 @@ def reference(
     info = analyse(query, view.participants, cfg.strip_names)
     lex = dense_bm25(tm, info.lexical, mask)
     if lex.max() > 0:
-        seeds = [int(s) for s in np.argsort(-lex, kind="stable")[:SEEDS] if lex[s] > 0]
-        lex = lex + cfg.prf_weight * dense_bm25(tm, _new_keywords(tm, seeds, info.lexical), mask)
+        by = dense_bm25(tm, info.content, mask) if cfg.prf_content_seeds else lex
+        seeds = [int(s) for s in np.argsort(-by, kind="stable")[:SEEDS] if by[s] > 0]
+        extra = dense_bm25(tm, _new_keywords(tm, seeds, info.lexical), mask)
+        if cfg.prf_content_seeds and extra.max() > 0:
+            extra = extra * (float(by[seeds].max()) / float(extra.max()))
+        lex = lex + cfg.prf_weight * extra
     union = {s for s, _ in tm.index.search(vec[None, :], depth, mask)[0]}
     union.update(int(s) for s in np.argsort(-lex, kind="stable")[:depth] if lex[s] > 0)
     slots = np.fromiter(union, dtype=np.int64)

@@ -6,7 +6,8 @@ project's analyser; queries are built from term objects, never parsed, so user t
 Validity lives in fast fields (`visible_from`, `invalid_at`) and filters inside the query: "valid now"
 and `as_of` cut the candidate set before BM25 ranks it.
 
-Writes are buffered and applied in one commit before the next read, so a batch of notes costs one
+Writes are buffered and applied in one commit before the next read (or once 16,384 documents wait: a
+write-only bulk ingest would otherwise hold every document in RAM), so a batch of notes costs at most one
 tantivy commit. The writer exists only during that commit: a tenant at rest holds no writer threads.
 With a `path` the index lives on disk (a derived index saved beside a snapshot); else in RAM.
 """
@@ -29,6 +30,8 @@ FIELD = "text"
 _NOW = 1e300
 """`invalid_at` of a note still valid (tantivy range bounds want finite numbers)."""
 _HEAP = 32_000_000
+_BUFFERED = 16_384
+"""Documents buffered before a commit is forced (reads commit first anyway)."""
 SCORED = 1024
 """Matches `matches` reads by slot (see there). Reading a hit into Python is most of a lexical search's
 cost: 1,024 take 2.4 ms, 4,096 took 5.2 ms at 100k notes. Recall's candidates are the best 50, and a
@@ -72,6 +75,8 @@ class LexicalIndex:
 
     # --- writes (buffered) --------------------------------------------------------
     def upsert(self, slot: int, text: str, visible_from: float, invalid_at: float) -> None:
+        if len(self._adds) >= _BUFFERED:  # a write-only ingest never reads: commit before RAM fills
+            self.flush()
         self._deletes.add(slot)
         self._adds[slot] = tantivy.Document(
             text=" ".join(terms(text)),

@@ -91,3 +91,14 @@ def test_on_disk_index_reopens_with_its_documents(tmp_path) -> None:
         again.top("bicycle", 10, any_time=True)[0].tolist()
         == ix.top("bicycle", 10, any_time=True)[0].tolist()
     )
+
+
+def test_a_write_only_ingest_commits_once_the_buffer_is_full(monkeypatch) -> None:
+    from engine.state import lexical as lexical_mod
+
+    monkeypatch.setattr(lexical_mod, "_BUFFERED", 5)
+    index = lexical_mod.LexicalIndex()
+    for slot in range(12):
+        index.upsert(slot, f"note {slot} about kites", 0.0, float("inf"))
+    assert len(index._adds) < 5  # committed twice on the way, never holding all twelve
+    assert len(index) == 12 and sorted(index.matches("kites")[0].tolist()) == list(range(12))

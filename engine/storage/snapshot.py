@@ -26,9 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,25 +35,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.errors import ConfigError, CorruptIndex, CorruptStore, StoreError
+from engine.errors import ConfigError, CorruptStore, StoreError
 from engine.model.changes import ChangeSet
 from engine.model.records import dumps, note_from_record
 from engine.state import packed
 from engine.state.history import write_file as write_versions
 from engine.state.lexical import LexicalIndex
 from engine.state.note_table import FIELDS, decode_fields
-from engine.state.tenant_state import TenantMemory, lexical_text
-from engine.state.vector_index import VectorIndex
+from engine.state.tenant_state import TenantMemory
+from engine.storage.derived import (
+    BY_SLOT,
+    LEXICAL,
+    STATE,
+    adopt_state,
+    load_index,
+    read_lexical,
+    sha256_all,
+    write_lexical,
+)
 from engine.storage.fsutil import atomic_write_bytes, fsync_dir, fsync_file
 
 SCHEMA_VERSION = 1
 INDEX_FILE = "index.faiss"
 log = logging.getLogger("amem")
 
-LEXICAL = "lexical"
-STATE = "state.arrow"
-_BY_SLOT = "slot"
-"""`derived.lexical_keys`: the lexical documents are keyed by index slot (older snapshots: by row)."""
 VERSIONS = "versions.arrow"
 _OLD_VERSIONS = "versions.parquet"
 _LIST_FIELDS = {"keywords", "tags", "source_ids"}
@@ -89,10 +92,10 @@ def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder
     files = {"notes.parquet": _notes_table(tm), VERSIONS: tm.history.table()}
     pq.write_table(files["notes.parquet"], tmp / "notes.parquet")
     write_versions(files[VERSIONS], tmp / VERSIONS)
-    sums = dict(zip(files, _sha256_all([tmp / name for name in files]), strict=True))
-    derived = {LEXICAL: _write_lexical(tmp / LEXICAL, tm), "lexical_keys": _BY_SLOT}
+    sums = dict(zip(files, sha256_all([tmp / name for name in files]), strict=True))
+    derived = {LEXICAL: write_lexical(tmp / LEXICAL, tm), "lexical_keys": BY_SLOT}
     state_files = packed.write(tmp / STATE, tm.pack())
-    derived[STATE] = dict(zip([p.name for p in state_files], _sha256_all(state_files), strict=True))
+    derived[STATE] = dict(zip([p.name for p in state_files], sha256_all(state_files), strict=True))
     meta = {
         "schema_version": SCHEMA_VERSION,
         "seq": seq,
@@ -156,13 +159,13 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str) -> SnapshotInfo:
     if any(meta["rows"].get(name) != count for name, count in rows.items()):
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
     # a loaded index keeps every note's slot; its state file then brings the notes without decoding them
-    adopted = _load_index(path / INDEX_FILE, tm, int(meta["seq"]), num_notes)
+    adopted = load_index(path / INDEX_FILE, tm, int(meta["seq"]), num_notes)
     ids = None
-    if not (adopted and _adopt_state(path, meta, tm, num_notes)):
+    if not (adopted and adopt_state(path, meta, tm, num_notes)):
         notes = _read_notes(path)
         tm.apply(_changes_from_tables(notes, tm.index.dim), index_text=False)
         ids = notes.column("id").to_pylist()
-    tm.adopt_lexical(_read_lexical(path, meta, tm, adopted, ids))
+    tm.adopt_lexical(read_lexical(path, meta, tm, adopted, ids))
     if _versions_name(path) == VERSIONS:
         tm.history.load(path / VERSIONS)
     else:
@@ -186,54 +189,6 @@ def _read_notes(path: Path) -> pa.Table:
         return pq.read_table(path / "notes.parquet")
     except (OSError, pa.ArrowException) as exc:
         raise CorruptStore(f"{path}: unreadable Parquet or Arrow file ({exc})") from exc
-
-
-def _load_index(path: Path, tm: TenantMemory, seq: int, notes: int) -> bool:
-    """Reuse the persisted vector index (its HNSW graph costs minutes to rebuild at 1M notes) when it
-    matches this snapshot; otherwise the notes' vectors rebuild it as they are applied."""
-    if not path.exists():
-        return False
-    try:
-        index = VectorIndex.load(path, seq, config=tm.index.config, use_cuda=tm.use_cuda)
-    except CorruptIndex as exc:
-        log.warning("%s; rebuilding the vector index from the snapshot's vectors", exc)
-        return False
-    if len(index) != notes:
-        log.warning("%s: %d notes for %d in the snapshot; rebuilding the index", path, len(index), notes)
-        return False
-    tm.adopt_index(index)
-    return True
-
-
-def _adopt_state(path: Path, meta: dict[str, Any], tm: TenantMemory, num_notes: int) -> bool:
-    """Take the snapshot's state file when whole and in step with the adopted index (else: False, and
-    the notes are read from Parquet)."""
-    expected = meta.get("derived", {}).get(STATE)
-    if expected is None:  # an older snapshot: the next one will carry a state file
-        log.info("tenant %s: %s has no state file; reading the notes", tm.tenant, path.name)
-        return False
-    try:
-        if _sha256_all([path / name for name in expected]) != list(expected.values()):
-            raise ValueError("checksum mismatch")
-        state = packed.read(path / STATE)
-        if state.num_slots != tm.index.num_slots:
-            raise ValueError(f"{state.num_slots} slots for {tm.index.num_slots} in the index")
-        tm.adopt(state)
-        if len(tm.notes) != num_notes or not all(map(tm.notes.__contains__, _some(tm.index.ids))):
-            raise ValueError("notes out of step with the index")
-        return True
-    except (OSError, ValueError) as exc:
-        log.warning("tenant %s: state file %s unusable (%s); reading the notes", tm.tenant, path / STATE, exc)
-        index = tm.index  # untouched by adopt(): kept, the rest of the half-adopted state dropped
-        tm.__init__(tm.tenant, index.dim, tm.use_cuda, index.config)  # type: ignore[misc]
-        tm.adopt_index(index)
-        return False
-
-
-def _some(ids: list[str | None]) -> list[str]:
-    """A sample of the index's ids (a spot check that records sit in the slots the index gives them)."""
-    live = [i for i in ids[:: max(1, len(ids) // 64)] if i is not None]
-    return live[:64]
 
 
 _META_FIELDS = {"schema_version": int, "seq": int, "encoder": str, "dim": int, "rows": dict, "sha256": dict}
@@ -272,59 +227,9 @@ def _check_meta(path: Path, meta: dict[str, Any], tm: TenantMemory, encoder: str
             f"open it with the same encoder, not {encoder!r} ({tm.index.dim}-d)"
         )
     names = list(meta["sha256"])
-    for name, digest in zip(names, _sha256_all([path / n for n in names]), strict=True):
+    for name, digest in zip(names, sha256_all([path / n for n in names]), strict=True):
         if digest != meta["sha256"][name]:
             raise CorruptStore(f"{path / name}: checksum mismatch (file damaged or truncated)")
-
-
-def _write_lexical(folder: Path, tm: TenantMemory) -> dict[str, str]:
-    """The tantivy index of the snapshot's notes keyed by slot: the live index's files when it is on
-    disk (no note decoded), else built from the notes."""
-    if tm.lexical.path is not None:
-        tm.lexical.flush()
-        shutil.copytree(tm.lexical.path, folder)
-        return _tree_sums(folder)
-    index = LexicalIndex(folder)
-    for slot in tm.index.slot_of.values():
-        visible, invalid = tm.validity_at(slot)
-        index.upsert(slot, lexical_text(tm.notes.at(slot)), visible, invalid)
-    index.flush()
-    return _tree_sums(folder)
-
-
-def _read_lexical(
-    path: Path, meta: dict[str, Any], tm: TenantMemory, adopted: bool, ids: list[str] | None
-) -> LexicalIndex | None:
-    """The snapshot's lexical index if whole and in step with the notes; None (rebuild) otherwise."""
-    folder, derived = path / LEXICAL, meta.get("derived", {})
-    try:
-        if derived.get(LEXICAL) is None:
-            raise ValueError("absent (an older snapshot)")
-        if _tree_sums(folder) != derived[LEXICAL]:
-            raise ValueError("checksum mismatch")
-        if derived.get("lexical_keys") == _BY_SLOT and not adopted:
-            raise ValueError("keyed by the slots of a vector index that was rebuilt")
-        if derived.get("lexical_keys") != _BY_SLOT and (
-            ids is None or any(tm.index.slot_of.get(note_id) != row for row, note_id in enumerate(ids))
-        ):
-            raise ValueError("slots out of step with the notes")
-        index = LexicalIndex.working_copy(folder)
-        if len(index) != len(tm.notes):
-            raise ValueError(f"{len(index)} documents for {len(tm.notes)} notes")
-        return index
-    except (OSError, ValueError) as exc:
-        log.warning(
-            "tenant %s: lexical index %s unusable (%s); rebuilding it from the notes", tm.tenant, folder, exc
-        )
-        return None
-
-
-def _tree_sums(folder: Path) -> dict[str, str]:
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: no such folder")
-    files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
-    names = [p.relative_to(folder).as_posix() for p in files]
-    return {name: digest or "" for name, digest in zip(names, _sha256_all(files), strict=True)}
 
 
 def _notes_table(tm: TenantMemory) -> pa.Table:
@@ -403,22 +308,3 @@ def _changes_from_tables(notes: pa.Table, dim: int) -> ChangeSet:
                 row[name] = json.loads(row[name])
             changes.upserts.append((note_from_record(row), vec.astype(np.float32)))
     return changes
-
-
-def _sha256_all(paths: list[Path]) -> list[str | None]:
-    """Digests of the files (None: missing), hashed on threads: hashlib lets go of the GIL, and opening a
-    large tenant is mostly reading its snapshot through the hash."""
-    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-        return list(pool.map(_sha256_or_none, paths))
-
-
-def _sha256_or_none(path: Path) -> str | None:
-    return _sha256(path) if path.exists() else None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -175,17 +175,23 @@ class EmbeddedAnnotator:
             # Clipped first: the rules' and encoder's cost is bounded by max_content_chars, not the input.
             chars = self.config.write.max_content_chars
             old_text, new_text = clip(old.content, chars), clip(new.content, chars)
-            texts = [masked(old_text), *masked_parts(new_text)]
-            if needed is not None and any(t not in self._masked for t in texts):
-                sim: Callable[[], float] = functools.partial(_defer, needed, texts)
-            else:
-                sim = functools.partial(similarity, self._encode_masked, old_text, new_text)
+            sim = functools.partial(self._similarity, old_text, new_text, needed)
             try:
                 known = decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim)
             except _Deferred:
                 return None
             self._decided[key] = known
         return known
+
+    def _similarity(self, old_text: str, new_text: str, needed: list[str] | None) -> float:
+        """The masked-statement cosine; with `needed` (a probe), texts not encoded yet are added there
+        and the decision is deferred instead of encoding them one pair at a time."""
+        if needed is not None:
+            missing = [t for t in (masked(old_text), *masked_parts(new_text)) if t not in self._masked]
+            if missing:
+                needed.extend(missing)
+                raise _Deferred
+        return similarity(self._encode_masked, old_text, new_text)
 
     def vet_supersessions(
         self, requests: Sequence[EvolveRequest], answers: list[list[NeighbourUpdate]]
@@ -222,11 +228,6 @@ class EmbeddedAnnotator:
 
 class _Deferred(Exception):
     """A decision needs a similarity whose texts are not encoded yet (see `_warm_masked`)."""
-
-
-def _defer(needed: list[str], texts: list[str]) -> float:
-    needed.extend(texts)
-    raise _Deferred
 
 
 def _stems(words: Sequence[str]) -> dict[str, str]:

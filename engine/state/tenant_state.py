@@ -205,8 +205,8 @@ class TenantMemory:
     def _unlink(self, slot: int, note: Note) -> None:
         for target in note.link_targets():
             at = self.index.slot_of.get(target)
-            if at is not None and slot in self._backlinks(at):
-                self._backlinks_edit(at).remove(slot)
+            if at is not None and slot in (linking := self._backlinks_edit(at)):
+                linking.remove(slot)
         for source in note.source_ids:
             self._drop_source(source_key(source), slot)
 

@@ -11,6 +11,7 @@ and a `via` naming the parent and the link's reason. Validity is a slot mask app
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,8 +27,16 @@ from engine.recall.view import view_of
 from engine.recall.visible import visible
 from engine.state.tenant_state import TenantMemory
 
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="amem-lexical")
-"""Runs a search's lexical stage beside its dense one (the caller holds the tenant's lock meanwhile)."""
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+"""(process id, pool) running a search's lexical stage beside its dense one; the caller holds the tenant's
+lock meanwhile. Per process: a forked child has the parent's pool object but none of its threads."""
+
+
+def _lexical_pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="amem-lexical"))
+    return _POOL[1]
 
 
 @dataclass(slots=True)
@@ -90,7 +99,9 @@ def fuse(
     pending = None
     if w > 0:  # tantivy and FAISS both let go of the GIL: the two searches overlap on two cores
         levers = recipe.levers
-        pending = _POOL.submit(lexical_scores, tm, info, mask, levers.prf_weight, levers.prf_content_seeds)
+        pending = _lexical_pool().submit(
+            lexical_scores, tm, info, mask, levers.prf_weight, levers.prf_content_seeds
+        )
     dense_hits = tm.index.search(query_vec[None, :], depth, mask)[0]
     union = {s for s, _ in dense_hits}
     lexical = None if pending is None else pending.result()

@@ -214,6 +214,11 @@ class StorageConfig:
     read_only: bool = False
     max_open_tenants: int = 1024
     """Tenants of a persistent store kept in RAM at once; the least recently used is closed past this."""
+    evict_snapshot_min: int = 1024
+    """A tenant closed to make room snapshots only when it holds at least this many notes written since its
+    last snapshot; a smaller one leaves them in its log (already durable), replayed when it opens again.
+    A snapshot of a 100-note tenant (a tantivy index and six fsynced files) took longer than the replay,
+    and it ran under the pool's lock, stalling every tenant's requests (docs/scale.md)."""
     compact_log: bool = True
     """Log records in format 2 (what the tenant already holds is referred to, not repeated; about half
     the bytes); False writes format 1 (every note and vector in full). Both replay."""
@@ -222,8 +227,8 @@ class StorageConfig:
     writer (serve, ingest, mcp) refuses to start. Off only for Ray ingest shards, whose driver holds it."""
 
     def __post_init__(self) -> None:
-        if self.max_open_tenants < 1:
-            raise ConfigError("max_open_tenants must be >= 1")
+        if self.max_open_tenants < 1 or self.evict_snapshot_min < 0:
+            raise ConfigError("max_open_tenants must be >= 1 and evict_snapshot_min >= 0")
 
 
 @dataclass(slots=True, frozen=True)

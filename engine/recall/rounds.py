@@ -34,6 +34,11 @@ SEEDS = 3
 SEED_KEYWORDS = 6
 PRF_TERMS = 8
 """Most expansion terms pseudo-relevance feedback adds (each costs one posting-list scan)."""
+PRF_SCORED = 256
+"""Matches the feedback query scores: its terms are the seeds' keywords, common words whose long posting
+lists made it the costliest search of a query at 1,024 (3.2 ms against 1.9 at 100k notes); a candidate
+below the 256th feedback match gains at most prf_weight x that small score. LoCoMo dev recall is the same
+(docs/scale.md)."""
 NEIGHBOUR_SEEDS = 10
 """Top hits whose session neighbours join the pool."""
 
@@ -136,19 +141,20 @@ def lexical_scores(
     out = bm25(tm, query.lexical, mask)
     if prf_weight <= 0 or out.max() <= 0:
         return out
-    by = bm25(tm, query.content, mask) if content_seeds else out
+    # Without a named participant the content query is the lexical one: its scores are `out`.
+    by = bm25(tm, query.content, mask) if content_seeds and query.content != query.lexical else out
     seeds = [int(s) for s in by.top(SEEDS)]
-    extra = bm25(tm, _new_keywords(tm, seeds, query.lexical), mask)
+    extra = bm25(tm, _new_keywords(tm, seeds, query.lexical), mask, PRF_SCORED)
     if content_seeds and extra.max() > 0:
         extra = extra.scaled(float(by.at(np.array(seeds, dtype=np.int64)).max()) / extra.max())
     return out.plus(extra, prf_weight)
 
 
-def bm25(tm: TenantMemory, text: str, mask: np.ndarray) -> SparseScores:
-    """BM25 of the visible slots among the lexical index's best matches for `text`."""
+def bm25(tm: TenantMemory, text: str, mask: np.ndarray, limit: int | None = None) -> SparseScores:
+    """BM25 of the visible slots among the lexical index's best `limit` matches for `text`."""
     if not text:
         return SparseScores.empty()
-    slots, scores = tm.lexical.matches(text)
+    slots, scores = tm.lexical.matches(text, limit)
     keep = slots < tm.index.num_slots
     return SparseScores.of(slots[keep], scores[keep], mask)
 

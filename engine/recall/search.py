@@ -11,6 +11,8 @@ and a `via` naming the parent and the link's reason. Validity is a slot mask app
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,6 +26,17 @@ from engine.recall.rounds import Ranker, lexical_scores
 from engine.recall.view import view_of
 from engine.recall.visible import visible
 from engine.state.tenant_state import TenantMemory
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+"""(process id, pool) running a search's lexical stage beside its dense one; the caller holds the tenant's
+lock meanwhile. Per process: a forked child has the parent's pool object but none of its threads."""
+
+
+def _lexical_pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="amem-lexical"))
+    return _POOL[1]
 
 
 @dataclass(slots=True)
@@ -80,14 +93,19 @@ def fuse(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Slots and fused scores, best first, at most k."""
     depth = max(50, 4 * recipe.k)
-    dense_hits = tm.index.search(query_vec[None, :], depth, mask)[0]
     w = recipe.lexical_weight
     view = view_of(tm)
     info = analyse(query, view.participants, recipe.levers.strip_names)
+    pending = None
+    if w > 0:  # tantivy and FAISS both let go of the GIL: the two searches overlap on two cores
+        levers = recipe.levers
+        pending = _lexical_pool().submit(
+            lexical_scores, tm, info, mask, levers.prf_weight, levers.prf_content_seeds
+        )
+    dense_hits = tm.index.search(query_vec[None, :], depth, mask)[0]
     union = {s for s, _ in dense_hits}
-    lexical = None
-    if w > 0:
-        lexical = lexical_scores(tm, info, mask, recipe.levers.prf_weight, recipe.levers.prf_content_seeds)
+    lexical = None if pending is None else pending.result()
+    if lexical is not None:
         union.update(int(s) for s in lexical.top(depth))
     if not union:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -100,31 +118,41 @@ def fuse(
 
 
 def expand(tm: TenantMemory, hits: list[Hit], mask: np.ndarray, recipe: Recipe) -> list[Hit]:
-    """The hits and their linked notes, best first, at most k: a linked note is decoded only if it stays."""
+    """The hits and their linked notes, best first, at most k.
+
+    A linked note is decoded, and a backlink's reason read from its source, only if it stays: a hub note
+    has thousands of backlinks and one search cannot decode them all."""
     seen = {h.note.id for h in hits}
     best = hits[0].score
-    joined: list[tuple[float, str, str]] = []  # (score, note id, via)
+    joined: list[tuple[float, int, Hit, str | None]] = []  # (score, slot, parent, reason or None: a backlink)
     for hit in hits:
         if hit.score < recipe.expand_min_score * best:
             break
-        for other_id, reason in _links_of(tm, hit.note):
-            slot = tm.index.slot_of.get(other_id)
-            if other_id in seen or slot is None or not mask[slot]:
+        for slot, reason in _links_of(tm, hit.note):
+            other_id = tm.index.ids[slot]
+            if other_id is None or other_id in seen or not mask[slot]:
                 continue
             seen.add(other_id)
-            joined.append((hit.score * recipe.expand_decay, other_id, f"linked from {hit.note.id}: {reason}"))
-    ranked: list[Hit | tuple[float, str, str]] = [*hits, *joined]
+            joined.append((hit.score * recipe.expand_decay, slot, hit, reason))
+    ranked: list[Hit | tuple[float, int, Hit, str | None]] = [*hits, *joined]
     ranked.sort(key=lambda h: -(h.score if isinstance(h, Hit) else h[0]))  # stable: hits before links
-    return [h if isinstance(h, Hit) else Hit(tm.notes[h[1]], h[0], via=h[2]) for h in ranked[: recipe.k]]
+    return [h if isinstance(h, Hit) else _linked(tm, *h) for h in ranked[: recipe.k]]
 
 
-def _links_of(tm: TenantMemory, note: Note) -> list[tuple[str, str]]:
-    """`tm.neighbours_of(note.id)` without decoding `note` again."""
-    out = [(link.target, link.reason) for link in note.links if link.target in tm.notes]
-    for source in tm.backlinks.get(tm.index.slot_of[note.id], ()):
-        src = tm.notes.at(source)
-        out.extend((src.id, link.reason) for link in src.links if link.target == note.id)
+def _links_of(tm: TenantMemory, note: Note) -> list[tuple[int, str | None]]:
+    """(slot, reason) of the notes `note` links to, then (slot, None) of those linking to it."""
+    out = [
+        (slot, link.reason) for link in note.links if (slot := tm.index.slot_of.get(link.target)) is not None
+    ]
+    out.extend((source, None) for source in tm.backlinks_of(tm.index.slot_of[note.id]))
     return out
+
+
+def _linked(tm: TenantMemory, score: float, slot: int, parent: Hit, reason: str | None) -> Hit:
+    note = tm.notes.at(slot)
+    if reason is None:  # a backlink: the reason is on the source's link to the parent
+        reason = next((link.reason for link in note.links if link.target == parent.note.id), "")
+    return Hit(note, score, via=f"linked from {parent.note.id}: {reason}")
 
 
 def _recency(tm: TenantMemory, slots: np.ndarray, recipe: Recipe) -> np.ndarray:

@@ -96,7 +96,7 @@ class TenantMemory:
             self._sources[key] = -1
             self._num_sources -= 1
 
-    def _backlinks(self, slot: int) -> list[int]:
+    def backlinks_of(self, slot: int) -> list[int]:
         """Slots of the notes linking to `slot` (a fresh list)."""
         if slot in self.backlinks:
             return list(self.backlinks[slot])
@@ -105,14 +105,14 @@ class TenantMemory:
 
     def _backlinks_edit(self, slot: int) -> list[int]:
         if slot not in self.backlinks:
-            self.backlinks[slot] = self._backlinks(slot)
+            self.backlinks[slot] = self.backlinks_of(slot)
         return self.backlinks[slot]
 
     # --- packing (snapshots) ----------------------------------------------------------------
     def pack(self) -> Packed:
         """The state as the state file stores it (records copied out of the map and the overlay)."""
         n = self.index.num_slots
-        lists = [self._backlinks(s) for s in range(n)]
+        lists = [self.backlinks_of(s) for s in range(n)]
         offsets = np.zeros(n + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(x) for x in lists])
         linked = np.fromiter((s for x in lists for s in x), dtype=np.int32, count=int(offsets[-1]))
@@ -217,7 +217,7 @@ class TenantMemory:
         self._unlink(slot, self.notes.at(slot))
         self.lexical.remove(slot)
         self.history.drop(note_id)
-        others, self.backlinks[slot] = self._backlinks(slot), []
+        others, self.backlinks[slot] = self.backlinks_of(slot), []
         for other in others:
             note = self.notes.at(other)
             note.links = [link for link in note.links if link.target != note_id]
@@ -265,7 +265,7 @@ class TenantMemory:
         """(linked note id, reason) in both directions."""
         note = self.get(note_id)
         out = [(link.target, link.reason) for link in note.links if link.target in self.notes]
-        for source in self._backlinks(self.index.slot_of[note_id]):
+        for source in self.backlinks_of(self.index.slot_of[note_id]):
             src = self.notes.at(source)
             out.extend((src.id, link.reason) for link in src.links if link.target == note_id)
         return out

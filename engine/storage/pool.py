@@ -87,16 +87,16 @@ class TenantPool:
             t = self.open[name]
             if t.lock.acquire(blocking=False):  # busy tenants stay; they are evicted on a later open
                 try:
-                    self._close(t)
+                    self._close(t, t.state.notes.held >= self.config.storage.evict_snapshot_min)
                     del self.open[name]
                 finally:
                     t.lock.release()
 
     @staticmethod
-    def _close(t: Tenant) -> None:
+    def _close(t: Tenant, snapshot: bool = True) -> None:
         t.is_closed = True
         if t.storage is not None:
-            t.storage.close(t.state)
+            t.storage.close(t.state, snapshot)
 
     def exists_on_disk(self, name: str) -> bool:
         return self.path is not None and (self.path / "tenants" / name).is_dir()

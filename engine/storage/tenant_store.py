@@ -175,9 +175,10 @@ class TenantStorage:
             self._wal.truncate(upto_seq=self.seq if purge or not previous else previous[0])
         self._since_snapshot = 0
 
-    def close(self, tm: TenantMemory | None) -> None:
+    def close(self, tm: TenantMemory | None, snapshot: bool = True) -> None:
+        """Release the tenant; with `snapshot`, checkpoint it first (else its log holds what is new)."""
         try:
-            if tm is not None:
+            if tm is not None and snapshot:
                 self.checkpoint(tm)
         finally:
             if self._wal is not None:

@@ -1,6 +1,7 @@
 """The query path keeps per-query work to the candidates (sparse BM25 lists, cached masks, notes decoded
 only for results); this pins that it ranks exactly as the straightforward version over whole-tenant
-arrays: same ids, same scores, default settings and `as_of`, with the BM25 lists truncated as at scale."""
+arrays: same ids, same scores, default settings and `as_of`, with the BM25 lists truncated as at scale
+(the feedback list at PRF_SCORED: the 900-note tenant has more matches)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from engine.model.note import Hit
 from engine.recall.boosts import boost
 from engine.recall.fusion import fuse_scores
 from engine.recall.query import analyse
-from engine.recall.rounds import SEEDS, _new_keywords
+from engine.recall.rounds import PRF_SCORED, SEEDS, _new_keywords
 from engine.recall.search import Recipe, search
 from engine.recall.sparse import SparseScores
 from engine.recall.view import view_of
@@ -32,10 +33,10 @@ QUERIES = [
 ]
 
 
-def dense_bm25(tm: TenantMemory, text: str, mask: np.ndarray) -> np.ndarray:
+def dense_bm25(tm: TenantMemory, text: str, mask: np.ndarray, limit: int | None = None) -> np.ndarray:
     out = np.zeros(tm.index.num_slots, dtype=np.float32)
     if text:
-        slots, scores = tm.lexical.matches(text)
+        slots, scores = tm.lexical.matches(text, limit)
         out[slots] = scores
     out[~mask] = 0
     return out
@@ -52,7 +53,7 @@ def reference(
     if lex.max() > 0:
         by = dense_bm25(tm, info.content, mask) if cfg.prf_content_seeds else lex
         seeds = [int(s) for s in np.argsort(-by, kind="stable")[:SEEDS] if by[s] > 0]
-        extra = dense_bm25(tm, _new_keywords(tm, seeds, info.lexical), mask)
+        extra = dense_bm25(tm, _new_keywords(tm, seeds, info.lexical), mask, PRF_SCORED)
         if cfg.prf_content_seeds and extra.max() > 0:
             extra = extra * (float(by[seeds].max()) / float(extra.max()))
         lex = lex + cfg.prf_weight * extra

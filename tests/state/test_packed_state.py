@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.config import Config
 from engine.model.changes import ChangeSet
-from engine.model.note import Link, Note
+from engine.model.note import Hit, Link, Note
+from engine.recall.search import Recipe, expand
 from engine.state.note_table import decode, encode
 from engine.state.tenant_state import TenantMemory
 from engine.storage.snapshot import STATE, read_snapshot, write_snapshot
@@ -116,3 +118,19 @@ def test_a_damaged_state_file_reads_the_parquet_notes_instead(
         back = reopen(tmp_path)
     assert any("state file" in r.getMessage() and "unusable" in r.getMessage() for r in caplog.records)
     assert _view(back) == expected and back.notes.held == len(back.notes)
+
+
+def test_link_expansion_reads_the_backlinks_a_reopened_tenant_keeps_in_the_state_file(tmp_path: Path) -> None:
+    tm = tenant()
+    recipe = Recipe.from_config(Config(), k=5, expand_links=True)
+
+    def expanded(state: TenantMemory) -> list[tuple[str, str | None]]:
+        hits = expand(state, [Hit(state.notes["n1"], 1.0)], state.mask(), recipe)
+        return [(h.note.id, h.via) for h in hits]
+
+    before = expanded(tm)
+    assert before == [("n1", None), ("n4", "linked from n1: same topic"), ("n5", "linked from n1: again")]
+    write_snapshot(tmp_path, tm, 1, "enc")
+    back = reopen(tmp_path)
+    assert back.backlinks == {}  # every backlink is in the map, none in the overlay
+    assert expanded(back) == before

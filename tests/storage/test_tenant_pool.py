@@ -39,3 +39,18 @@ def test_eviction_never_closes_a_tenant_in_use(store, encoder) -> None:
             th.join()
         assert errors == []
         assert all(len(mem.notes(f"w{i}")) == 15 for i in range(3))
+
+
+def test_a_small_evicted_tenant_keeps_its_log_and_a_larger_one_snapshots(store, encoder) -> None:
+    config = Config.of(max_open_tenants=1, evict_snapshot_min=3)
+    snapshots = lambda name: list((store / "tenants" / name).glob("snap-*"))  # noqa: E731
+    with Memory(store, config, encoder=encoder) as mem:
+        bees = mem.add("Ana keeps bees on the roof of her building", tenant="small")
+        mem.add_many([{"content": f"Bo sails boat number {i} on the lake"} for i in range(3)], tenant="big")
+        assert mem.resident_tenants() == ["big"] and snapshots("small") == []  # 1 note: left in its log
+        mem.add("Cy waters the ferns every morning", tenant="other")
+        assert len(snapshots("big")) == 1  # 3 notes: snapshotted when evicted
+        assert mem.search("bees on the roof", tenant="small", k=1)[0].note.id == bees  # replayed
+    with Memory(store, config, encoder=encoder) as mem:
+        assert mem.get(bees, tenant="small").content.startswith("Ana keeps bees")
+        assert len(mem.notes("big")) == 3 and len(mem.notes("other")) == 1

@@ -21,7 +21,9 @@ __all__ = [
     "HYPOTHETICAL",
     "NEGATED_PAST",
     "RELATION_WORDS",
+    "POSTFIX_ENDING",
     "REPLACEMENT",
+    "RETURN",
     "STILL",
     "possessed",
     "content_stems",
@@ -97,7 +99,7 @@ EPISODE = _rx(
 """A one-off episode ('went to bed at 2am last night'), not a new standing value."""
 
 STILL = _rx(
-    r"still",
+    r"still(?! (?:getting used|adjusting|settling))",
     r"same old",
     r"as always",
     r"as usual",
@@ -136,6 +138,22 @@ ENDING = _rx(
     r"lost",
     r"used to",
     r"(?:smoke|alcohol|sugar|meat|caffeine)[- ]free",
+    r"no more",
+    r"done with",
+    r"(?:'m|am|tapered|paid|signed) off",
+    r"(?:is|'s|are|'re) (?:gone|over|dead|history|off)",
+    r"(?:came|come|comes) off",
+    r"(?:is|'s|are|'re)? ?(?:officially )?behind (?:me|us)",
+    r"(?:is|'s|are|'re) out of the picture",
+    r"fell apart",
+    r"bye",
+    r"deleted",
+    r"scrapped",
+    r"finished",
+    r"graduated",
+    r"passed away",
+    r"rehomed",
+    r"moved on",
 )
 """The old fact ended, even when its value is named again: 'sold the Outback', 'took me off lisinopril'."""
 
@@ -166,8 +184,24 @@ CHANGE = _rx(
     r"went up",
     r"went down",
     r"down to",
+    r"getting used to",
+    r"adjusting to",
+    r"settling in(?:to)?",
 )
 """The newer statement reports a change: 'now', 'since the reorg', 'these days', 'switched'."""
+
+POSTFIX_ENDING = re.compile(
+    r"(?:is|'s|are|'re) (?:gone|over|dead|history|off|out of the picture)|(?:came|come|comes) off|"
+    r"(?:(?:is|'s|are|'re) ?)?(?:officially )?behind (?:me|us)|fell apart"
+)
+"""Ending cues that follow what ended ('the Jeep's gone', 'braces came off'): the words before name it."""
+
+RETURN = _rx(
+    r"back (?:to|in|at|on)", r"(?:got|have|has|had) (?:\w+ ){1,2}back", r"start(?:ed|ing)? \w+ing (?:\w+ ){0,2}again"
+)
+"""A return to an earlier state ('got my license back', 'started eating fish again'; not a bare 'again':
+'my coffee went cold again' repeats an episode). A change, though not one that names a new value (so not
+enough to read a restatement as a change)."""
 
 REPLACEMENT = _rx(r"instead", r"no longer", r"any ?more", r"switched", r"replaced", r"swapped", r"traded")
 """Cues that name a replacement outright: a shared word then suffices for the attribute."""

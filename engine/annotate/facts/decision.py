@@ -61,7 +61,6 @@ FLOOR = 0.15
 """Cosine at which a shared content word and an explicit change cue ('these days', 'instead') agree."""
 MID = 0.40
 """Cosine at which statements whose value was replaced (a number by a number, a name by a name) agree."""
-
 masked = cues.masked
 Similarity = float | Callable[[], float] | None
 """The masked-statement cosine, or a function computing it: asked for only when no guard has decided, so
@@ -217,6 +216,14 @@ def _ends_old_thing(old_text: str, new_text: str, cue: str) -> bool:
     return bool(cues.content_stems(" ".join(after)).keys() & cues.content_stems(old_text).keys())
 
 
+def _ended_before(old_text: str, new_text: str, cue: str) -> bool:
+    """A cue that follows what ended ('Overwatch is dead to me', 'crutches are off', 'Camden is behind
+    us') ends the old thing only when the words before it name it: a word or a value of the old statement."""
+    before = " ".join(new_text.lower().partition(cue)[0].split()[-4:])
+    old_words = cues.content_stems(old_text).keys() | cues.values(old_text)
+    return bool((cues.content_stems(before).keys() | set(before.split())) & old_words)
+
+
 def _says(text: str, value: str) -> bool:
     """The text names the value, wherever it stands ('Acme pays me' names 'acme')."""
     return bool(_value_pattern(value).search(text))
@@ -252,18 +259,18 @@ def masked_parts(new_text: str) -> tuple[str, ...]:
 def _change(old_text: str, new_text: str) -> str | None:
     old_values, new_values = cues.values(old_text), cues.values(new_text)
     kept = {v for v in old_values if _says(new_text, v)}
-    new_text = masked(new_text)  # a cue inside a name ('New York') is no cue
-    ending = cues.first_match(cues.ENDING, new_text)
-    if ending:  # 'not in Paris anymore' ends Paris, not New York
-        names_old = kept or not old_values or not new_values or _ends_old_thing(old_text, new_text, ending)
-        return f"ending cue '{ending}'" if names_old else None
+    said, new_text = new_text, masked(new_text)  # a cue inside a name ('New York') is no cue
+    if ending := cues.first_match(cues.ENDING, new_text):
+        return _ending(old_text, said, ending, bool(kept or not old_values or not new_values))
     if cue := cues.renewed(old_text, new_text):
         return f"attribute renewed '{cue}'"
     if cue := cues.negated_attribute(old_text, new_text):
         return f"attribute negated '{cue}'"
-    if old_values and kept == old_values:
-        return None  # every value of the old statement is said again: a restatement
-    if cue := cues.first_match(cues.CHANGE, new_text):
+    cue = cues.first_match(cues.CHANGE, new_text)
+    if old_values and kept == old_values:  # every value of the old statement is said again
+        came = sorted(new_values - old_values)  # ... next to a new one and a change: 'Seoul instead of Tokyo'
+        return f"value '{sorted(kept)[0]}' -> '{came[0]}', change cue '{cue}'" if cue and came else None
+    if cue := cue or cues.first_match(cues.RETURN, new_text):
         return f"change cue '{cue}'"
     if cues.first_match(cues.EPISODE, new_text):
         return None  # 'I went to bed at 2am last night': an episode, not a new standing value
@@ -271,3 +278,14 @@ def _change(old_text: str, new_text: str) -> str | None:
     if gone and came:
         return f"value '{gone[0]}' -> '{came[0]}'"
     return None
+
+
+def _ending(old_text: str, new_text: str, cue: str, names_old: bool) -> str | None:
+    """An ending cue ends the old fact when it names the old thing: a cue that follows what ended ('the
+    Jeep's gone') by the words before it; others by an old value said again, or the words after the cue
+    ('not in Paris anymore' ends Paris, not New York; 'shelved the budgeting app')."""
+    if cues.POSTFIX_ENDING.fullmatch(cue):
+        names_old = _ended_before(old_text, new_text, cue)
+    else:
+        names_old = names_old or _ends_old_thing(old_text, masked(new_text), cue)
+    return f"ending cue '{cue}'" if names_old else None

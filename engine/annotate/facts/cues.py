@@ -26,6 +26,7 @@ __all__ = [
     "RETURN",
     "STILL",
     "possessed",
+    "speaker_owned",
     "content_stems",
     "is_past_event",
     "negated_attribute",
@@ -136,20 +137,19 @@ ENDING = _rx(
     r"put (?:\w+ )?down",
     r"divorced",
     r"lost",
-    r"used to",
+    r"(?<!getting )(?<!get )used to",
     r"(?:smoke|alcohol|sugar|meat|caffeine)[- ]free",
     r"no more",
     r"done with",
-    r"(?:'m|am|tapered|paid|signed) off",
+    r"(?:'m|am) off(?! to\b)",
+    r"(?:tapered|paid|signed) off",
     r"(?:is|'s|are|'re) (?:gone|over|dead|history|off)",
     r"(?:came|come|comes) off",
     r"(?:is|'s|are|'re)? ?(?:officially )?behind (?:me|us)",
     r"(?:is|'s|are|'re) out of the picture",
     r"fell apart",
-    r"bye",
     r"deleted",
     r"scrapped",
-    r"finished",
     r"graduated",
     r"passed away",
     r"rehomed",
@@ -197,7 +197,9 @@ POSTFIX_ENDING = re.compile(
 """Ending cues that follow what ended ('the Jeep's gone', 'braces came off'): the words before name it."""
 
 RETURN = _rx(
-    r"back (?:to|in|at|on)", r"(?:got|have|has|had) (?:\w+ ){1,2}back", r"start(?:ed|ing)? \w+ing (?:\w+ ){0,2}again"
+    r"(?:am|'m|are|'re|is|'s|went|go|going|moved|got) back (?:to|in|at|on|home)",
+    r"(?:got|have|has|had) (?:my|our|the) \w+ back",
+    r"start(?:ed|ing)? \w+ing (?:\w+ ){0,2}again",
 )
 """A return to an earlier state ('got my license back', 'started eating fish again'; not a bare 'again':
 'my coffee went cold again' repeats an episode). A change, though not one that names a new value (so not
@@ -331,6 +333,12 @@ _PRESENT = re.compile(
     r"\b(?:am|is|are|have|has|do|does|usually|always|every|currently|now|these days)\b|'m\b|'re\b|'ve\b|'s\b",
     re.I,
 )
+
+
+@functools.lru_cache(maxsize=CACHE)
+def speaker_owned(text: str) -> bool:
+    """The statement is about the speaker ('I', 'my', 'we', 'our'), not about someone or something else."""
+    return bool(_FIRST_SUBJECT.search(text) or _FIRST_OBJECT.search(text)) and third_party(text) is None
 
 
 @functools.lru_cache(maxsize=CACHE)

@@ -22,6 +22,7 @@ Results: bench/results/facts-<split>.json.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -30,6 +31,7 @@ from typing import Any
 from bench.common import table, write_json
 from bench.fact_scenarios import FRESH, KINDS, SCENARIOS, Scenario, fillers_for, load_blind
 from engine.annotate.facts.decision import Statement, decide, similarity
+from engine.annotate.facts.sentence import sentence_encoder
 from engine.encode import Encoder, WordLlamaEncoder
 
 RETIRING = ("supersede",)
@@ -37,8 +39,13 @@ RETIRING = ("supersede",)
 
 # --- rules alone ----------------------------------------------------------------------
 def _retires(enc: Encoder, old: str, old_speaker: str, new: str, new_speaker: str) -> str | None:
+    sentences = sentence_encoder()
+    close = None if sentences is None else functools.partial(similarity, sentences.encode_batch, old, new)
     d = decide(
-        Statement(old, old_speaker), Statement(new, new_speaker), similarity(enc.encode_batch, old, new)
+        Statement(old, old_speaker),
+        Statement(new, new_speaker),
+        similarity(enc.encode_batch, old, new),
+        close,
     )
     return d.reason if d.supersedes else None
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from engine.annotate.facts.cues import masked
 from engine.annotate.facts.decision import Decision, Statement, confirm, decide, masked_parts, similarity
+from engine.annotate.facts.sentence import sentence_encoder
 from engine.annotate.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
 from engine.config import Config
 from engine.encode import Encoder
@@ -72,6 +73,9 @@ class EmbeddedAnnotator:
         """Masked-text vectors for the supersession decision: each note is compared with many candidates."""
         self._decided: dict[tuple[str, str | None, str, str | None], Decision] = {}
         """Decisions of the current batch: the link stage asks about each pair, then evolve again."""
+        self._sentences: dict[str, np.ndarray] = {}
+        """Sentence-encoder (MiniLM) vectors of masked texts: only the few pairs that reach decision step 3's
+        last test (no shared word, a change cue) are encoded."""
 
     # --- stage: note --------------------------------------------------------
     def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
@@ -176,8 +180,9 @@ class EmbeddedAnnotator:
             chars = self.config.write.max_content_chars
             old_text, new_text = clip(old.content, chars), clip(new.content, chars)
             sim = functools.partial(self._similarity, old_text, new_text, needed)
+            close = functools.partial(self._sentence_similarity, old_text, new_text)
             try:
-                known = decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim)
+                known = decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim, close)
             except _Deferred:
                 return None
             self._decided[key] = known
@@ -192,6 +197,17 @@ class EmbeddedAnnotator:
                 needed.extend(missing)
                 raise _Deferred
         return similarity(self._encode_masked, old_text, new_text)
+
+    def _sentence_similarity(self, old_text: str, new_text: str) -> float:
+        """The masked-statement cosine under the sentence encoder (0.0 when its package is missing)."""
+        encoder = sentence_encoder()
+        if encoder is None:
+            return 0.0
+        return similarity(functools.partial(self._encode_sentences, encoder), old_text, new_text)
+
+    def _encode_sentences(self, encoder: Encoder, texts: list[str]) -> np.ndarray:
+        self._encode_missing(texts, self._sentences, encoder)
+        return np.stack([self._sentences[t] for t in texts])
 
     def vet_supersessions(
         self, requests: Sequence[EvolveRequest], answers: list[list[NeighbourUpdate]]
@@ -212,15 +228,19 @@ class EmbeddedAnnotator:
         self._encode_missing(texts)
         return np.stack([self._masked[t] for t in texts])
 
-    def _encode_missing(self, texts: list[str]) -> None:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._masked]
-        if len(self._masked) + len(missing) > _CACHED:  # cleared before adding: every text asked is present
-            self._masked.clear()
+    def _encode_missing(
+        self, texts: list[str], cache: dict[str, np.ndarray] | None = None, encoder: Encoder | None = None
+    ) -> None:
+        cache = self._masked if cache is None else cache
+        encoder = encoder or self.encoder
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        if len(cache) + len(missing) > _CACHED:  # cleared before adding: every text asked is present
+            cache.clear()
             missing = list(dict.fromkeys(texts))
         for i in range(0, len(missing), self.config.encoder.batch_size):
             part = missing[i : i + self.config.encoder.batch_size]
-            rows = self.encoder.encode_batch(part)
-            self._masked.update(zip(part, [r.copy() for r in rows], strict=True))  # a view pins its batch
+            rows = encoder.encode_batch(part)
+            cache.update(zip(part, [r.copy() for r in rows], strict=True))  # a view pins its batch
 
     def close(self) -> None:
         pass

@@ -21,9 +21,12 @@ __all__ = [
     "HYPOTHETICAL",
     "NEGATED_PAST",
     "RELATION_WORDS",
+    "POSTFIX_ENDING",
     "REPLACEMENT",
+    "RETURN",
     "STILL",
     "possessed",
+    "speaker_owned",
     "content_stems",
     "is_past_event",
     "negated_attribute",
@@ -97,7 +100,7 @@ EPISODE = _rx(
 """A one-off episode ('went to bed at 2am last night'), not a new standing value."""
 
 STILL = _rx(
-    r"still",
+    r"still(?! (?:getting used|adjusting|settling))",
     r"same old",
     r"as always",
     r"as usual",
@@ -134,8 +137,23 @@ ENDING = _rx(
     r"put (?:\w+ )?down",
     r"divorced",
     r"lost",
-    r"used to",
+    r"(?<!getting )(?<!get )used to",
     r"(?:smoke|alcohol|sugar|meat|caffeine)[- ]free",
+    r"no more",
+    r"done with",
+    r"(?:'m|am) off(?! to\b)",
+    r"(?:tapered|paid|signed) off",
+    r"(?:is|'s|are|'re) (?:gone|over|dead|history|off)",
+    r"(?:came|come|comes) off",
+    r"(?:is|'s|are|'re)? ?(?:officially )?behind (?:me|us)",
+    r"(?:is|'s|are|'re) out of the picture",
+    r"fell apart",
+    r"deleted",
+    r"scrapped",
+    r"graduated",
+    r"passed away",
+    r"rehomed",
+    r"moved on",
 )
 """The old fact ended, even when its value is named again: 'sold the Outback', 'took me off lisinopril'."""
 
@@ -166,8 +184,26 @@ CHANGE = _rx(
     r"went up",
     r"went down",
     r"down to",
+    r"getting used to",
+    r"adjusting to",
+    r"settling in(?:to)?",
 )
 """The newer statement reports a change: 'now', 'since the reorg', 'these days', 'switched'."""
+
+POSTFIX_ENDING = re.compile(
+    r"(?:is|'s|are|'re) (?:gone|over|dead|history|off|out of the picture)|(?:came|come|comes) off|"
+    r"(?:(?:is|'s|are|'re) ?)?(?:officially )?behind (?:me|us)|fell apart"
+)
+"""Ending cues that follow what ended ('the Jeep's gone', 'braces came off'): the words before name it."""
+
+RETURN = _rx(
+    r"(?:am|'m|are|'re|is|'s|went|go|going|moved|got) back (?:to|in|at|on|home)",
+    r"(?:got|have|has|had) (?:my|our|the) \w+ back",
+    r"start(?:ed|ing)? \w+ing (?:\w+ ){0,2}again",
+)
+"""A return to an earlier state ('got my license back', 'started eating fish again'; not a bare 'again':
+'my coffee went cold again' repeats an episode). A change, though not one that names a new value (so not
+enough to read a restatement as a change)."""
 
 REPLACEMENT = _rx(r"instead", r"no longer", r"any ?more", r"switched", r"replaced", r"swapped", r"traded")
 """Cues that name a replacement outright: a shared word then suffices for the attribute."""
@@ -297,6 +333,12 @@ _PRESENT = re.compile(
     r"\b(?:am|is|are|have|has|do|does|usually|always|every|currently|now|these days)\b|'m\b|'re\b|'ve\b|'s\b",
     re.I,
 )
+
+
+@functools.lru_cache(maxsize=CACHE)
+def speaker_owned(text: str) -> bool:
+    """The statement is about the speaker ('I', 'my', 'we', 'our'), not about someone or something else."""
+    return bool(_FIRST_SUBJECT.search(text) or _FIRST_OBJECT.search(text)) and third_party(text) is None
 
 
 @functools.lru_cache(maxsize=CACHE)

@@ -15,6 +15,9 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
    head noun or verb with the masked statements (numbers and names -> placeholders) at least moderately
    close in embedding space (`similarity`, computed by the caller from `masked()` texts); the old value
    named again next to a change cue; a name or number replaced in close statements; or very close wording.
+   With none of these, a sentence encoder's cosine (`sentence`, MiniLM on the masked statements) of at
+   least SENTENCE, for short statements, an old one of the speaker's own ('I', 'my', 'we') and a new one
+   with an explicit change cue ('I bank with Chase' / 'moved all my accounts over to a credit union').
 4. A change: an ending cue naming the old thing ("sold the Outback", "no longer", "quit"); the old
    statement's attribute word renewed ("a new dentist"); or, unless every
    old value is said again (a restatement), a change cue ("now", "these days", "since the reorg",
@@ -61,6 +64,13 @@ FLOOR = 0.15
 """Cosine at which a shared content word and an explicit change cue ('these days', 'instead') agree."""
 MID = 0.40
 """Cosine at which statements whose value was replaced (a number by a number, a name by a name) agree."""
+SENTENCE = 0.50
+"""MiniLM (all-MiniLM-L6-v2) masked-statement cosine at which statements sharing no word address one
+attribute, given an explicit change cue and an old statement of the speaker's own. Chosen by 5-fold
+cross-validation, grouped by attribute, on bench/fact_pairs_train.jsonl and the bench's filler chit-chat
+(docs/facts.md, v5): 0.50 in four folds of five."""
+SENTENCE_WORDS = 20
+"""The sentence step reads statements up to this long: a long turn's closeness is more often chit-chat."""
 
 masked = cues.masked
 Similarity = float | Callable[[], float] | None
@@ -89,8 +99,11 @@ class Decision:
         return cls(False, f"kept: {why}")
 
 
-def decide(old: Statement, new: Statement, similarity: Similarity = None) -> Decision:
-    """Whether `new` (said later) retires the fact `old` states; `similarity` = cosine of the masked texts."""
+def decide(
+    old: Statement, new: Statement, similarity: Similarity = None, sentence: Similarity = None
+) -> Decision:
+    """Whether `new` (said later) retires the fact `old` states; `similarity` = cosine of the masked texts
+    (WordLlama), `sentence` = the same under a sentence encoder (MiniLM; None: step 3's last test is off)."""
     old_text, new_text = cues.normalise(old.text), cues.normalise(new.text)
     guard = _guard(old, new, old_text, new_text)
     if guard is not None:
@@ -108,7 +121,7 @@ def decide(old: Statement, new: Statement, similarity: Similarity = None) -> Dec
     if len(old_text.split()) > MAX_WORDS or len(new_text.split()) > MAX_WORDS:
         return Decision.keep(f"longer than {MAX_WORDS} words and not read by the lexicon")
     sim = _resolve(similarity)
-    attribute = _same_attribute(old_text, new_text, sim)
+    attribute = _same_attribute(old_text, new_text, sim) or _close_sentences(old_text, new_text, sentence)
     if attribute is None:
         return Decision.keep("no shared attribute")
     change = _change(old_text, new_text)
@@ -211,10 +224,36 @@ def _same_attribute(old_text: str, new_text: str, similarity: float | None) -> s
     return None
 
 
+def _close_sentences(old_text: str, new_text: str, sentence: Similarity) -> str | None:
+    """No shared word, but the new statement says something changed and a sentence encoder finds the two
+    close: 'I'm with Geico' / 'switched car insurance to Progressive'. Only for the speaker's own short
+    statements: a change cue alone is common in chat ('now'), and a habit ('these days') is no change."""
+    new_masked = masked(new_text)
+    cue = next((c for p in _CUES if (c := cues.first_match(p, new_masked))), None)
+    if cue is None or cue in _HABITUAL or sentence is None or not cues.speaker_owned(old_text):
+        return None
+    if max(len(old_text.split()), len(new_text.split())) > SENTENCE_WORDS:
+        return None
+    close = _resolve(sentence)
+    return f"close sentences ({close:.2f}) with a change cue '{cue}'" if close and close >= SENTENCE else None
+
+
+_CUES = (cues.CHANGE, cues.ENDING, cues.RETURN)
+_HABITUAL = frozenset(("these days", "nowadays"))
+
+
 def _ends_old_thing(old_text: str, new_text: str, cue: str) -> bool:
     """The words after an ending cue name something of the old statement: 'shelved the budgeting app'."""
     after = new_text.lower().partition(cue)[2].split()[:4]
     return bool(cues.content_stems(" ".join(after)).keys() & cues.content_stems(old_text).keys())
+
+
+def _ended_before(old_text: str, new_text: str, cue: str) -> bool:
+    """A cue that follows what ended ('Overwatch is dead to me', 'crutches are off', 'Camden is behind
+    us') ends the old thing only when the words before it name it: a word or a value of the old statement."""
+    before = " ".join(new_text.lower().partition(cue)[0].split()[-4:])
+    old_words = cues.content_stems(old_text).keys() | cues.values(old_text)
+    return bool((cues.content_stems(before).keys() | set(before.split())) & old_words)
 
 
 def _says(text: str, value: str) -> bool:
@@ -252,18 +291,18 @@ def masked_parts(new_text: str) -> tuple[str, ...]:
 def _change(old_text: str, new_text: str) -> str | None:
     old_values, new_values = cues.values(old_text), cues.values(new_text)
     kept = {v for v in old_values if _says(new_text, v)}
-    new_text = masked(new_text)  # a cue inside a name ('New York') is no cue
-    ending = cues.first_match(cues.ENDING, new_text)
-    if ending:  # 'not in Paris anymore' ends Paris, not New York
-        names_old = kept or not old_values or not new_values or _ends_old_thing(old_text, new_text, ending)
-        return f"ending cue '{ending}'" if names_old else None
+    said, new_text = new_text, masked(new_text)  # a cue inside a name ('New York') is no cue
+    if ending := cues.first_match(cues.ENDING, new_text):
+        return _ending(old_text, said, ending, bool(kept or not old_values or not new_values))
     if cue := cues.renewed(old_text, new_text):
         return f"attribute renewed '{cue}'"
     if cue := cues.negated_attribute(old_text, new_text):
         return f"attribute negated '{cue}'"
-    if old_values and kept == old_values:
-        return None  # every value of the old statement is said again: a restatement
-    if cue := cues.first_match(cues.CHANGE, new_text):
+    cue = cues.first_match(cues.CHANGE, new_text)
+    if old_values and kept == old_values:  # every value of the old statement is said again
+        came = sorted(new_values - old_values)  # ... next to a new one and a change: 'Seoul instead of Tokyo'
+        return f"value '{sorted(kept)[0]}' -> '{came[0]}', change cue '{cue}'" if cue and came else None
+    if cue := cue or cues.first_match(cues.RETURN, new_text):
         return f"change cue '{cue}'"
     if cues.first_match(cues.EPISODE, new_text):
         return None  # 'I went to bed at 2am last night': an episode, not a new standing value
@@ -271,3 +310,14 @@ def _change(old_text: str, new_text: str) -> str | None:
     if gone and came:
         return f"value '{gone[0]}' -> '{came[0]}'"
     return None
+
+
+def _ending(old_text: str, new_text: str, cue: str, names_old: bool) -> str | None:
+    """An ending cue ends the old fact when it names the old thing: a cue that follows what ended ('the
+    Jeep's gone') by the words before it; others by an old value said again, or the words after the cue
+    ('not in Paris anymore' ends Paris, not New York; 'shelved the budgeting app')."""
+    if cues.POSTFIX_ENDING.fullmatch(cue):
+        names_old = _ended_before(old_text, new_text, cue)
+    else:
+        names_old = names_old or _ends_old_thing(old_text, masked(new_text), cue)
+    return f"ending cue '{cue}'" if names_old else None

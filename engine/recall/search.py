@@ -141,7 +141,7 @@ def expand(tm: TenantMemory, hits: list[Hit], mask: np.ndarray, recipe: Recipe) 
 
 def _links_of(tm: TenantMemory, note: Note) -> list[tuple[int, str | None]]:
     """(slot, reason) of the notes `note` links to, then (slot, None) of those linking to it."""
-    out = [
+    out: list[tuple[int, str | None]] = [
         (slot, link.reason) for link in note.links if (slot := tm.index.slot_of.get(link.target)) is not None
     ]
     out.extend((source, None) for source in tm.backlinks_of(tm.index.slot_of[note.id]))

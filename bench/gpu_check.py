@@ -5,6 +5,8 @@
 Checks, each recorded as {"status": "ok" | "failed" | "skipped", ...numbers or the error}:
   faiss_gpu      GPU flat inner-product index vs the CPU one on 100k x 256 (recall@10 must be 1.0), timings
   kernels        kernels.masked_topk with backend torch and triton on CUDA vs a CPU reference
+  engine_index   the engine's index with its GPU mirror vs exact on the CPU (bench/gpu_engine.py)
+  engine_memory  Memory on CUDA vs on the CPU: same hits, latency (bench/gpu_engine.py)
   vllm_inprocess the LLM annotator on VLLMBackend (vllm.LLM in process) over a few interactions
   vllm_server    `vllm serve` on loopback, then bench.llm_ingest's real-server run at each --concurrency
 
@@ -34,6 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench.gpu_engine import check_engine_index, check_engine_memory  # noqa: E402
 
 Check = Callable[[argparse.Namespace], dict[str, Any]]
 
@@ -186,6 +190,8 @@ def check_vllm_server(args: argparse.Namespace) -> dict[str, Any]:
 CHECKS: dict[str, Check] = {
     "faiss_gpu": check_faiss_gpu,
     "kernels": check_kernels,
+    "engine_index": check_engine_index,
+    "engine_memory": check_engine_memory,
     "vllm_inprocess": check_vllm_inprocess,
     "vllm_server": check_vllm_server,
 }
@@ -218,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=os.environ.get("AMEM_GPU_MODEL"), help="local HF-format model dir")
     parser.add_argument("--notes", type=int, default=32, help="notes per vllm_server ingest run")
+    parser.add_argument("--index-rows", type=int, default=1_000_000, help="rows of the engine_index check")
+    parser.add_argument("--memory-notes", type=int, default=3_000, help="notes of the engine_memory check")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--only", nargs="+", choices=list(CHECKS), default=None)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gpu_check.json")

@@ -9,6 +9,7 @@ engine/state/gpu_index.py). The Triton kernel stays in the engine only while it 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -136,9 +137,12 @@ def environment() -> dict:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="masked top-k latency by method")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated row counts")
+    sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
     rng = np.random.default_rng(0)
     rows = [
-        row for n in SIZES for q in QUERY_COUNTS for dens in DENSITIES for row in run_case(n, q, dens, rng)
+        row for n in sizes for q in QUERY_COUNTS for dens in DENSITIES for row in run_case(n, q, dens, rng)
     ]
     print(f"{'n':>7} {'q':>3} {'allowed':>7} {'method':<12} {'ms':>9} {'vs faiss':>8}")
     for row in rows:

@@ -190,10 +190,12 @@ def _settings(pairs: Sequence[str]) -> dict[str, Any]:
 def _value(text: str) -> Any:
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
-    try:
-        return float(text)
-    except ValueError:
-        return text
+    for kind in (int, float):  # "10" stays an int: a depth or a count is used as an index
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _full_run(

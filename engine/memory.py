@@ -97,8 +97,9 @@ class Memory:
         self._check_sizes(interactions)
         with gc_paused(), self._pool.use(tenant) as t:
             assert t is not None
-            changes, ids = self.pipeline.run(t.state, interactions)
-            _commit(t, changes)
+            with t.state.notes.holding():  # a neighbour is read by the pipeline, the log and the apply step
+                changes, ids = self.pipeline.run(t.state, interactions)
+                _commit(t, changes)
         if len(interactions) >= _TRIM_BATCH:
             _release_heap()
         return ids

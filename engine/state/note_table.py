@@ -20,7 +20,9 @@ from __future__ import annotations
 import marshal
 import pickle
 import zlib
+from itertools import islice
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -51,6 +53,8 @@ class NoteTable(Mapping[str, Note]):
         """Overlay entries that are not None."""
         self._recent: dict[int, Note] = {}
         """Slot -> the note last decoded from it (oldest first); a write to the slot drops it."""
+        self._holds = 0
+        """Open `holding` blocks: while one is, nothing decoded is evicted."""
         self.timestamp = np.zeros(0)
         """Slot -> note time (POSIX seconds)."""
         self.speaker = np.zeros(0, dtype=np.int32)
@@ -99,10 +103,26 @@ class NoteTable(Mapping[str, Note]):
         note from the state file decoded it again."""
         note = self._recent.get(slot)
         if note is None:
-            if len(self._recent) >= _RECENT:
+            if len(self._recent) >= _RECENT and not self._holds:
                 del self._recent[next(iter(self._recent))]
             note = self._recent[slot] = decode(record)
         return note.copy()
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Keep every note decoded inside the block until it ends (then the oldest past _RECENT go).
+
+        A write batch reads each neighbour in the pipeline, again to log the change and again to apply
+        it; neighbours are shared by many new notes, and a batch of 1,000 reads more than _RECENT of them,
+        so the plain cache evicted notes before their last read and decoded them again."""
+        self._holds += 1
+        try:
+            yield
+        finally:
+            self._holds -= 1
+            if not self._holds:
+                for slot in list(islice(self._recent, max(0, len(self._recent) - _RECENT))):
+                    del self._recent[slot]
 
     def record(self, slot: int) -> bytes | memoryview | None:
         """The stored record (None: no note in that slot)."""

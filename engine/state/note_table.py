@@ -20,10 +20,10 @@ from __future__ import annotations
 import marshal
 import pickle
 import zlib
-from itertools import islice
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any
 
 import numpy as np

@@ -14,8 +14,12 @@ def test_a_copy_equals_field_by_field_and_shares_no_list() -> None:
     values = {f.name: f"value of {f.name}" for f in dataclasses.fields(Note)}  # all distinct
     values |= {"keywords": ["k"], "tags": ["t"], "links": [Link("x", "why", T0)], "metadata": {"a": 1}}
     values |= {"source_ids": ["s"], "occurrences": [T0], "version": 7}
-    values |= {name: T0 + timedelta(hours=i) for i, name in enumerate(("timestamp", "created_at", "updated_at"))}
-    values |= {name: T0 + timedelta(days=i) for i, name in enumerate(("valid_at", "invalid_at", "expired_at"))}
+    values |= {
+        name: T0 + timedelta(hours=i) for i, name in enumerate(("timestamp", "created_at", "updated_at"))
+    }
+    values |= {
+        name: T0 + timedelta(days=i) for i, name in enumerate(("valid_at", "invalid_at", "expired_at"))
+    }
     note = Note(**values)  # type: ignore[arg-type]
     out = note.copy()
     assert {f.name: getattr(out, f.name) for f in dataclasses.fields(Note)} == values

@@ -28,6 +28,7 @@ from engine.recall.search import Recipe, search
 from engine.state.tenant_state import TenantMemory
 from engine.storage.pool import Tenant, TenantPool
 from engine.write import edits
+from engine.write.gc_pause import gc_paused
 from engine.write.pipeline import WritePipeline
 from engine.write.validate import check_size, check_text, to_interaction
 
@@ -94,10 +95,11 @@ class Memory:
     def add_interactions(self, interactions: list[Interaction], tenant: str = "default") -> list[str]:
         """add_many for already-validated Interactions (the chat-log reader yields these)."""
         self._check_sizes(interactions)
-        with self._pool.use(tenant) as t:
+        with gc_paused(), self._pool.use(tenant) as t:
             assert t is not None
-            changes, ids = self.pipeline.run(t.state, interactions)
-            _commit(t, changes)
+            with t.state.notes.holding():  # a neighbour is read by the pipeline, the log and the apply step
+                changes, ids = self.pipeline.run(t.state, interactions)
+                _commit(t, changes)
         if len(interactions) >= _TRIM_BATCH:
             _release_heap()
         return ids

@@ -25,15 +25,19 @@ STOPWORDS = frozenset(
 )
 
 
+_POSSESSIVE = re.compile(r"'s(?= |$)")
+"""A token's trailing 's, in tokens joined by spaces (a token holds no space, and only its suffix a quote)."""
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens; possessive 's is dropped so "Caroline's" matches "Caroline"."""
-    out = []
-    for tok in _TOKEN.findall(text):
-        tok = tok.lower().replace("’", "'")
-        if tok.endswith("'s"):
-            tok = tok[:-2]
-        out.append(tok)
-    return out
+    """Lower-cased word tokens; possessive 's is dropped so "Caroline's" matches "Caroline".
+
+    The tokens are joined and lowered, and their 's dropped, in one pass over one string, not one per
+    token: the lexical index and the write path's checks tokenize every new and changed note."""
+    found = _TOKEN.findall(text)
+    if not found:
+        return []
+    return _POSSESSIVE.sub("", " ".join(found).lower().replace("’", "'")).split(" ")
 
 
 @functools.lru_cache(maxsize=1 << 16)

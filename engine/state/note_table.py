@@ -21,7 +21,9 @@ import marshal
 import pickle
 import zlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -49,8 +51,10 @@ class NoteTable(Mapping[str, Note]):
         self._base: Records | None = None
         self._held = 0
         """Overlay entries that are not None."""
-        self._recent: dict[int, tuple[bytes, Note]] = {}
-        """Slot -> (record, note) of the last notes decoded (oldest first)."""
+        self._recent: dict[int, Note] = {}
+        """Slot -> the note last decoded from it (oldest first); a write to the slot drops it."""
+        self._holds = 0
+        """Open `holding` blocks: while one is, nothing decoded is evicted."""
         self.timestamp = np.zeros(0)
         """Slot -> note time (POSIX seconds)."""
         self.speaker = np.zeros(0, dtype=np.int32)
@@ -91,14 +95,34 @@ class NoteTable(Mapping[str, Note]):
         return self._decoded(slot, record)
 
     def _decoded(self, slot: int, record: bytes | memoryview) -> Note:
-        """A copy of the note, decoded once while its record stays the same: one write batch reads a
-        neighbour in the pipeline, the log and the apply step (a copy costs a twentieth of a decode)."""
-        hit = self._recent.get(slot)
-        if hit is None or hit[0] != record:
-            if len(self._recent) >= _RECENT:
+        """A copy of the note, decoded once while its slot is not written: one write batch reads a
+        neighbour in the pipeline, the log and the apply step (a copy costs a twentieth of a decode).
+
+        Keyed by slot alone, dropped by every write (`put`, `clear`, `adopt`): comparing records instead
+        never matched a snapshot's (a view of Arrow memory is not equal to bytes), so every read of a
+        note from the state file decoded it again."""
+        note = self._recent.get(slot)
+        if note is None:
+            if len(self._recent) >= _RECENT and not self._holds:
                 del self._recent[next(iter(self._recent))]
-            hit = self._recent[slot] = (bytes(record), decode(record))
-        return hit[1].copy()
+            note = self._recent[slot] = decode(record)
+        return note.copy()
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Keep every note decoded inside the block until it ends (then the oldest past _RECENT go).
+
+        A write batch reads each neighbour in the pipeline, again to log the change and again to apply
+        it; neighbours are shared by many new notes, and a batch of 1,000 reads more than _RECENT of them,
+        so the plain cache evicted notes before their last read and decoded them again."""
+        self._holds += 1
+        try:
+            yield
+        finally:
+            self._holds -= 1
+            if not self._holds:
+                for slot in list(islice(self._recent, max(0, len(self._recent) - _RECENT))):
+                    del self._recent[slot]
 
     def record(self, slot: int) -> bytes | memoryview | None:
         """The stored record (None: no note in that slot)."""
@@ -120,6 +144,7 @@ class NoteTable(Mapping[str, Note]):
     def adopt(self, base: Records, columns: dict[str, np.ndarray], speakers: list[str]) -> None:
         """Read records from `base` (a state file's), with its columns; the overlay starts empty."""
         self._base, self._records, self._held = base, [None] * len(base), 0
+        self._recent.clear()
         self.timestamp, self.speaker = columns["timestamp"], columns["speaker"].astype(np.int32)
         self.chars, self.timely = columns["chars"].astype(np.int32), columns["timely"].astype(bool)
         self.stance = columns["stance"].astype(np.int16)
@@ -134,6 +159,7 @@ class NoteTable(Mapping[str, Note]):
         self._reserve(slot + 1)
         self._held += self._records[slot] is None
         self._records[slot] = encode(note)
+        self._recent.pop(slot, None)
         self.timestamp[slot] = note.timestamp.timestamp()
         self.speaker[slot] = self._code(note.speaker)
         self.chars[slot] = len(note.content)
@@ -144,6 +170,7 @@ class NoteTable(Mapping[str, Note]):
         if slot < len(self._records):
             self._held += self._records[slot] is None
             self._records[slot] = _GONE
+            self._recent.pop(slot, None)
             self.speaker[slot], self.chars[slot], self.timely[slot], self.stance[slot] = -1, 0, False, 0
 
     def _code(self, speaker: str | None) -> int:

@@ -35,7 +35,8 @@ class Records:
         offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)
         self._offsets = offsets[column.offset : column.offset + len(column) + 1]
         data = column.buffers()[2]
-        self._data = memoryview(data) if data is not None else memoryview(b"")
+        # Arrow exports its buffers as signed bytes ("b"): cast, so a record reads (and compares) as bytes.
+        self._data = memoryview(data).cast("B") if data is not None else memoryview(b"")
 
     def __len__(self) -> int:
         return len(self._offsets) - 1

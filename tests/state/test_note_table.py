@@ -9,6 +9,8 @@ import pytest
 
 from engine.model.changes import ChangeSet
 from engine.model.note import Link, Note
+from engine.state import note_table
+from engine.state.note_table import decode
 from engine.state.tenant_state import TenantMemory
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 1, tzinfo=UTC)  # microseconds survive (a float epoch would drop them)
@@ -50,6 +52,22 @@ def test_a_note_reads_back_equal_and_every_read_is_a_fresh_copy() -> None:
     got.links.clear()
     assert tm.get("n1") == original, "mutating a read changed the stored note"
     assert set(tm.notes) == {"n0", "n1"} and "n1" in tm.notes and "nope" not in tm.notes
+
+
+def test_inside_holding_each_note_is_decoded_once_and_the_cache_shrinks_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tm = tenant(*(note(i) for i in range(8)))
+    decoded: list[object] = []
+    monkeypatch.setattr(note_table, "_RECENT", 3)
+    monkeypatch.setattr(note_table, "decode", lambda record: decoded.append(record) or decode(record))
+    with tm.notes.holding():
+        with tm.notes.holding():  # nested: the outer block still holds
+            first = [tm.get(f"n{i}") for i in range(8)]
+        assert [tm.get(f"n{i}") for i in range(8)] == first and len(decoded) == 8
+    assert [tm.get(f"n{i}") for i in (5, 6, 7)] == first[5:] and len(decoded) == 8  # the newest stay
+    tm.get("n0")
+    assert len(decoded) == 9
 
 
 def test_hot_columns_follow_writes_and_deletes() -> None:

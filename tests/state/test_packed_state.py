@@ -14,6 +14,7 @@ from engine.config import Config
 from engine.model.changes import ChangeSet
 from engine.model.note import Hit, Link, Note
 from engine.recall.search import Recipe, expand
+from engine.state import note_table
 from engine.state.note_table import decode, encode
 from engine.state.tenant_state import TenantMemory
 from engine.storage.snapshot import STATE, read_snapshot, write_snapshot
@@ -134,3 +135,19 @@ def test_link_expansion_reads_the_backlinks_a_reopened_tenant_keeps_in_the_state
     back = reopen(tmp_path)
     assert back.backlinks == {}  # every backlink is in the map, none in the overlay
     assert expanded(back) == before
+
+
+def test_a_note_read_from_the_state_file_is_decoded_once_until_its_slot_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tm = tenant()
+    stored, record = tm.notes["n4"], tm.notes.record(tm.index.slot_of["n4"])
+    write_snapshot(tmp_path, tm, 1, "enc")
+    back = reopen(tmp_path)
+    decoded: list[object] = []
+    monkeypatch.setattr(note_table, "decode", lambda record: decoded.append(record) or decode(record))
+    back.notes["n4"].keywords.append("changed")  # a read is a copy: the cached note stays as stored
+    assert back.notes["n4"] == back.get("n4") == stored and len(decoded) == 1
+    assert back.notes.record(back.index.slot_of["n4"]) == record  # a view that equals its bytes
+    back.apply(ChangeSet(upserts=[(_note(4, content="rewritten"), _vec(4))]))
+    assert back.notes["n4"].content == "rewritten" and len(decoded) == 2

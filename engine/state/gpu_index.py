@@ -24,7 +24,9 @@ class TorchMirror:
 
         self._torch = torch
         self._device = device
-        self._db = torch.zeros((0, dim), dtype=torch.float32, device=device)
+        self._rows = torch.zeros((0, dim), dtype=torch.float32, device=device)
+        """Capacity grown by doubling: appending a batch must not copy every row already there."""
+        self._n = 0
         self._res: Any = None
         if device.startswith("cuda") and faiss_gpu_available():
             import faiss.contrib.torch_utils  # noqa: F401  # lets faiss.knn_gpu read torch tensors
@@ -35,11 +37,29 @@ class TorchMirror:
     def backend(self) -> str:
         return "faiss-gpu" if self._res is not None else "kernels"
 
+    @property
+    def _db(self) -> Any:
+        return self._rows[: self._n]
+
     def append(self, block: np.ndarray) -> None:
-        self._db = self._torch.cat([self._db, self._torch.from_numpy(block).to(self._device)])
+        end = self._n + len(block)
+        if end > len(self._rows):
+            grown = self._rows.new_zeros((max(end, 2 * len(self._rows)), self._rows.shape[1]))
+            grown[: self._n] = self._db
+            self._rows = grown
+        self._rows[self._n : end] = self._torch.from_numpy(np.ascontiguousarray(block, dtype=np.float32)).to(
+            self._device
+        )
+        self._n = end
+
+    def write_many(self, slots: np.ndarray, rows: np.ndarray) -> None:
+        index = self._torch.from_numpy(np.asarray(slots, dtype=np.int64)).to(self._device)
+        self._rows[index] = self._torch.from_numpy(np.ascontiguousarray(rows, dtype=np.float32)).to(
+            self._device
+        )
 
     def write(self, slot: int, vec: np.ndarray) -> None:
-        self._db[slot] = self._torch.from_numpy(np.array(vec, dtype=np.float32)).to(self._device)
+        self._rows[slot] = self._torch.from_numpy(np.array(vec, dtype=np.float32)).to(self._device)
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         torch = self._torch
@@ -50,9 +70,9 @@ class TorchMirror:
 
             scores, idx = masked_topk(self._db, q, k, mask)
             return scores.cpu().numpy(), idx.cpu().numpy()
-        rows = torch.nonzero(mask).squeeze(1)
-        db = self._db if len(rows) == len(self._db) else self._db.index_select(0, rows)
+        rows, full = torch.nonzero(mask).squeeze(1), self._db
+        db = full if len(rows) == len(full) else full.index_select(0, rows)
         scores, idx = faiss.knn_gpu(self._res, q, db, k, metric=faiss.METRIC_INNER_PRODUCT)
-        if db is not self._db:
+        if db is not full:
             idx = rows[idx]
         return scores.cpu().numpy(), idx.cpu().numpy()

@@ -76,6 +76,8 @@ class VectorIndex:
             slots.update({note_id: first + off for off, note_id in enumerate(missing)})
         for note_id, row in latest.items():
             self._write(slots[note_id], note_id, vectors[row], note_id in reused)  # type: ignore[arg-type]
+        if self._gpu:  # one copy to the device for the batch: a copy per row waits on the device each time
+            self._gpu.write_many(np.array([slots[i] for i in latest]), vectors[list(latest.values())])
         self._retier()
         return [slots[i] for i in ids]  # type: ignore[misc]
 
@@ -86,8 +88,6 @@ class VectorIndex:
         self.ids[slot] = note_id
         self.slot_of[note_id] = slot
         self.live[slot] = True
-        if self._gpu:
-            self._gpu.write(slot, vec)
 
     def _grow(self, block: np.ndarray) -> int:
         """Append rows for new slots (joining the HNSW graph in the ann tier); returns the first slot."""
@@ -115,8 +115,14 @@ class VectorIndex:
 
     # --- tiers ----------------------------------------------------------------
     def _retier(self) -> None:
-        """Move between tiers at the configured size; rebuild a graph grown stale. Slots never move."""
+        """Move between tiers at the configured size; rebuild a graph grown stale. Slots never move.
+        With a GPU mirror every search runs there, exactly, so the host copy stays flat: a graph would
+        cost each insert and never be searched."""
         n, threshold = len(self), self.config.ann_min_notes
+        if self._gpu is not None:
+            if self.tier == ann.ANN:  # e.g. an index saved on a machine without a GPU
+                self._rebuild(ann.EXACT)
+            return
         if self.tier == ann.EXACT and n >= threshold:
             self._rebuild(ann.ANN)
         elif self.tier == ann.ANN and n < threshold // 2:

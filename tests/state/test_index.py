@@ -70,3 +70,25 @@ def test_torch_mirror_path_matches_faiss_path() -> None:
         want = [[s for s, _ in hits] for hits in plain.search(q, 5, m)]
         got = [[s for s, _ in hits] for hits in mirrored.search(q, 5, m)]
         assert got == want
+
+
+def test_a_mirrored_index_stays_flat_on_the_host_and_grows_batch_by_batch() -> None:
+    """With a GPU mirror every search runs there, exactly: past ann_min_notes the host copy builds no graph,
+    and appends in many small batches (the mirror's buffer doubling) keep every row where search finds it."""
+    from engine.config import IndexConfig
+
+    rng = np.random.default_rng(5)
+    v, q = _unit(rng, 500, 32), _unit(rng, 4, 32)
+    config = IndexConfig(ann_min_notes=100)
+    plain, mirrored = VectorIndex(32, config=config), VectorIndex(32, torch_device="cpu", config=config)
+    ids = [f"n{i}" for i in range(500)]
+    for start in range(0, 500, 7):
+        for ix in (plain, mirrored):
+            ix.upsert(ids[start : start + 7], v[start : start + 7])
+    assert plain.tier == "ann" and mirrored.tier == "exact"
+    assert mirrored._gpu is not None and mirrored._gpu._db.shape[0] == 500
+    exact = VectorIndex(32, config=IndexConfig(ann_min_notes=1 << 30))
+    exact.upsert(ids, v)
+    assert [[s for s, _ in h] for h in mirrored.search(q, 10)] == [
+        [s for s, _ in h] for h in exact.search(q, 10)
+    ]

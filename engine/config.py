@@ -253,10 +253,12 @@ class IndexConfig:
     """Notes at which a tenant's exact flat index becomes an HNSW graph (back to flat below half of it)."""
     ann_m: int = 32
     """HNSW graph degree."""
-    ann_ef_construction: int = 40
+    ann_ef_construction: int = 160
+    """HNSW build beam. On bench/scale.py's 100k tenant, recall@10 at efSearch 256 is 0.973 with 160 (0.926
+    with 80, 0.909 with 40) for 0.41 s per 1,000 inserted notes (0.24, 0.18): a query-time beam buying the
+    same recall would cost every search instead (efSearch 512 on the 40-graph: 0.962, +1 ms)."""
     ann_ef_search: int = 256
-    """HNSW search beam. Recall@10 vs exact (WordLlama chat, 4-word chat-line queries): 0.975 at 100k notes
-    and 0.945 at 300k (128: 0.938, 0.874; 320: 0.962 at 300k), for ~1 ms more than 128 (docs/scale.md)."""
+    """HNSW search beam: +~1 ms over 128 at 100k; see ann_ef_construction and docs/scale.md (round 4)."""
     ann_ef_write: int = 32
     """HNSW beam of the write path's neighbour search. A new note lies among stored ones, where the graph
     routes well: on a 100k-note chat tenant recall@10 is 0.985 at 32 (0.998 at 128, for 3x the time)."""

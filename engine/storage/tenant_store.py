@@ -176,9 +176,10 @@ class TenantStorage:
         self._since_snapshot = 0
 
     def close(self, tm: TenantMemory | None, snapshot: bool = True) -> None:
-        """Release the tenant; with `snapshot`, checkpoint it first (else its log holds what is new)."""
+        """Release the tenant; with `snapshot`, checkpoint it first (else its log holds what is new).
+        Without a log (`wal=False`) there is nothing to replay: it is checkpointed whatever `snapshot` says."""
         try:
-            if tm is not None and snapshot:
+            if tm is not None and (snapshot or self._wal is None):
                 self.checkpoint(tm)
         finally:
             if self._wal is not None:

@@ -54,3 +54,15 @@ def test_a_small_evicted_tenant_keeps_its_log_and_a_larger_one_snapshots(store, 
     with Memory(store, config, encoder=encoder) as mem:
         assert mem.get(bees, tenant="small").content.startswith("Ana keeps bees")
         assert len(mem.notes("big")) == 3 and len(mem.notes("other")) == 1
+
+
+def test_without_a_log_a_small_evicted_tenant_is_snapshotted(store, encoder) -> None:
+    """With wal=False there is no log to replay, so eviction must snapshot even a one-note tenant."""
+    config = Config.of(max_open_tenants=1, wal=False)
+    with Memory(store, config, encoder=encoder) as mem:
+        bees = mem.add("Ana keeps bees on the roof of her building", tenant="small")
+        mem.add("Cy waters the ferns every morning", tenant="other")  # evicts "small"
+        assert mem.resident_tenants() == ["other"]
+        assert mem.search("bees on the roof", tenant="small", k=1)[0].note.id == bees
+    with Memory(store, config, encoder=encoder) as mem:
+        assert mem.get(bees, tenant="small").content.startswith("Ana keeps bees")

@@ -1,7 +1,7 @@
 """The engine's own GPU path, checked on a CUDA machine (run through bench/gpu_check.py).
 
 engine_index   state.VectorIndex with its GPU mirror vs the CPU exact index, on random unit rows with
-               in-place rewrites, removals and validity masks: recall@10 against exact and per-query
+               in-place rewrites, removals and validity masks: recall@10 against exact (tie-aware) and per-query
                latency of each (the mirror's backend is FAISS GPU where faiss has GPU support, else
                kernels.masked_topk: Triton on CUDA)
 engine_memory  Memory(device="cuda") vs Memory(device="cpu") on the same synthetic chat: the same
@@ -23,24 +23,15 @@ def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def _overlap(got: list[list[tuple[int, float]]], want: list[list[tuple[int, float]]]) -> float:
-    shares = [
-        len({s for s, _ in g} & {s for s, _ in w}) / max(len(w), 1) for g, w in zip(got, want, strict=True)
-    ]
-    return float(np.mean(shares))
-
-
 def _latency_ms(search: Any, queries: np.ndarray, mask: np.ndarray | None) -> dict[str, float]:
-    times = []
-    for q in queries:
-        started = time.perf_counter()
-        search(q[None, :], 10, mask)
-        times.append((time.perf_counter() - started) * 1000)
-    times.sort()
-    return {"p50_ms": statistics.median(times), "p99_ms": times[int(0.99 * (len(times) - 1))]}
+    from bench.index_tiers import latency  # imports faiss: gpu_check stays importable without it
+
+    p50, p99 = latency(search, queries, mask)
+    return {"p50_ms": p50, "p99_ms": p99}
 
 
 def check_engine_index(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.index_tiers import recall
     from engine.config import IndexConfig
     from engine.state.vector_index import VectorIndex
 
@@ -61,13 +52,13 @@ def check_engine_index(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"status": "ok", "rows": n, "backend": gpu._gpu.backend if gpu._gpu else None}
     for name, density in (("all", 1.0), ("half", 0.5), ("one_percent", 0.01)):
         mask = None if density == 1.0 else rng.random(n) < density
-        recall = _overlap(gpu.search(queries, 10, mask), cpu.search(queries, 10, mask))
+        hits = recall(gpu.search(queries, 10, mask), cpu.search(queries, 10, mask))
         out[name] = {
-            "recall_at_10": recall,
+            "recall_at_10": hits,
             "gpu": _latency_ms(gpu.search, queries, mask),
             "cpu_exact": _latency_ms(cpu.search, queries[:50], mask),
         }
-        out["status"] = out["status"] if recall > 0.999 else "failed"
+        out["status"] = out["status"] if hits > 0.999 else "failed"
     return out
 
 

@@ -76,8 +76,12 @@ class VectorIndex:
             slots.update({note_id: first + off for off, note_id in enumerate(missing)})
         for note_id, row in latest.items():
             self._write(slots[note_id], note_id, vectors[row], note_id in reused)  # type: ignore[arg-type]
-        if self._gpu:  # one copy to the device for the batch: a copy per row waits on the device each time
-            self._gpu.write_many(np.array([slots[i] for i in latest]), vectors[list(latest.values())])
+        fresh = set(missing)  # _grow already copied their rows to the device
+        rewritten = [i for i in latest if i not in fresh]
+        if self._gpu and rewritten:  # one copy to the device: a copy per row waits on the device each time
+            self._gpu.write_many(
+                np.array([slots[i] for i in rewritten]), vectors[[latest[i] for i in rewritten]]
+            )
         self._retier()
         return [slots[i] for i in ids]  # type: ignore[misc]
 

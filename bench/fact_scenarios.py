@@ -24,6 +24,10 @@ BLIND = Path(__file__).with_name("fact_scenarios_blind.json")
 """205 scenarios written blind (without reading the rules), split into dev and heldout halves."""
 FRESH = Path(__file__).with_name("fact_scenarios_fresh.json")
 """A second blind set (split "fresh"), written by a session that saw only the scenario format, after v3."""
+THIRD = Path(__file__).with_name("fact_scenarios_third.json")
+"""A third blind set (split "third"), written the same way after v5 and rescoring were frozen."""
+FOURTH = Path(__file__).with_name("fact_scenarios_fourth.json")
+"""A fourth (split "fourth"), written while v6 (two guards found on the third set) was built, not seen by it."""
 
 
 @dataclass(frozen=True, slots=True)

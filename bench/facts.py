@@ -4,10 +4,13 @@ being true, and nothing else?
     python -m bench.facts --split dev              # develop here: the blind set's dev half
     python -m bench.facts --split heldout          # score once, after the mechanism is frozen
     python -m bench.facts --split fresh            # a second blind set, written after v3 was built
+    python -m bench.facts --split third            # a third, written after v5 and rescoring were frozen
+    python -m bench.facts --split fourth           # a fourth, scored once after v6 was frozen
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
 
-Sets: old92 (bench/fact_scenarios.py) and the blind set (bench/fact_scenarios_blind.json, dev/heldout).
+Sets: old92 (bench/fact_scenarios.py), the blind set (bench/fact_scenarios_blind.json, dev/heldout), and
+three later blind sets (fact_scenarios_fresh.json, _third.json, _fourth.json).
 
 Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t1), then the new statement
 (t2); the scenario's question is asked now and as of the midpoint of t1 and t2.
@@ -29,12 +32,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bench.common import table, write_json
-from bench.fact_scenarios import FRESH, KINDS, SCENARIOS, Scenario, fillers_for, load_blind
+from bench.fact_scenarios import FOURTH, FRESH, KINDS, SCENARIOS, THIRD, Scenario, fillers_for, load_blind
 from engine.annotate.facts.decision import Statement, decide, similarity
 from engine.annotate.facts.sentence import sentence_encoder
 from engine.encode import Encoder, WordLlamaEncoder
 
 RETIRING = ("supersede",)
+LATER = {"fresh": FRESH, "third": THIRD, "fourth": FOURTH}
+"""The blind sets written after the first, each scored once by the version frozen before it was read."""
 
 
 # --- rules alone ----------------------------------------------------------------------
@@ -153,14 +158,14 @@ def summarise(rows: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str,
 
 
 def scenarios_of(split: str) -> list[Scenario]:
-    if split == "fresh":
-        return load_blind((split,), path=FRESH)
+    if split in LATER:
+        return load_blind((split,), path=LATER[split])
     return list(SCENARIOS) if split == "old92" else load_blind((split,))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=("dev", "heldout", "fresh", "old92"), default="dev")
+    ap.add_argument("--split", choices=("dev", "heldout", *LATER, "old92"), default="dev")
     ap.add_argument("--rules-only", action="store_true", help="evaluate the decision alone")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a Config.of override")
     args = ap.parse_args(argv)

@@ -1,7 +1,7 @@
 """Scale: one tenant grown through the public API, and many small tenants, for this engine and a baseline.
 
     python -m bench.scale [--sizes 10000,100000,1000000] [--tenants 10000 --per-tenant 100]
-                          [--baseline /work/main --baseline-sizes 10000]
+                          [--baseline /work/main --baseline-sizes 10000] [--store DIR]
 
 One tenant is grown with `Memory.add_many` (batches of 1,000, the API's limit; chat lines from
 bench/synthetic.py; embedded defaults) in a persistent store. At each size: ingest rate of the last
@@ -162,18 +162,20 @@ def many(tenants: int, per_tenant: int, path: Path, pythonpath: str) -> dict[str
 def worker(args: argparse.Namespace) -> None:
     pythonpath = os.environ.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory(prefix="amem-scale-") as tmp:
-        rows = grow(args.sizes, Path(tmp) / "one", pythonpath) if args.sizes else []
+        root = args.store or Path(tmp)  # --store keeps the grown stores, e.g. to profile a 1M tenant after
+        rows = grow(args.sizes, root / "one", pythonpath) if args.sizes else []
         if args.tenants:
-            rows.append(many(args.tenants, args.per_tenant, Path(tmp) / "many", pythonpath))
+            rows.append(many(args.tenants, args.per_tenant, root / "many", pythonpath))
     Path(args.out).write_text(json.dumps(rows))
 
 
 def run_engine(
-    name: str, root: Path, sizes: list[int], tenants: int, per_tenant: int
+    name: str, root: Path, sizes: list[int], tenants: int, per_tenant: int, store: Path | None = None
 ) -> list[dict[str, Any]]:
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     cmd = [sys.executable, str(HERE), "--worker", "--out", str(out), "--sizes", ",".join(map(str, sizes))]
     cmd += ["--tenants", str(tenants), "--per-tenant", str(per_tenant)]
+    cmd += ["--store", str(store)] if store else []
     subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(root)), check=True)
     rows = json.loads(out.read_text())
     out.unlink()
@@ -211,6 +213,7 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, default=None, help="checkout of the engine to compare with")
     ap.add_argument("--baseline-sizes", type=ints, default=[10_000])
     ap.add_argument("--baseline-tenants", type=int, default=0)
+    ap.add_argument("--store", type=Path, default=None, help="keep this engine's stores here (a new folder)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -218,7 +221,7 @@ def main() -> None:
         return worker(args)
     from bench.common import machine, table, write_json
 
-    rows = run_engine("this", HERE.parent.parent, args.sizes, args.tenants, args.per_tenant)
+    rows = run_engine("this", HERE.parent.parent, args.sizes, args.tenants, args.per_tenant, args.store)
     if args.baseline:
         rows += run_engine(
             "baseline", args.baseline, args.baseline_sizes, args.baseline_tenants, args.per_tenant

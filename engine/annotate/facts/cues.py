@@ -238,6 +238,17 @@ _THIRD_SUBJECT = re.compile(
 _RELATION_WORDS = frozenset(re.findall(r"[a-z-]+", _RELATIONS.replace("s?", "")))
 RELATION_WORDS = _RELATION_WORDS
 """Who a fact is about, not what: 'my sister lives...' and 'my sister got...' share no attribute."""
+_OWNERS = r"(?:my|our|your|his|her|their)\b"
+_HOUSEHOLD = r"(?:baby|kids?|child|children)\b"
+_BARE_THIRD = re.compile(
+    rf"(?:^|[.!?]\s+)\W*(?:(?:the|a|an|one)\s+)?(?:(?!{_OWNERS})\w+\s+)?(?!{_HOUSEHOLD})(?P<rel>{_RELATIONS})"
+    r"(?:'s)?(?:\s+of\s+(?:mine|ours)|\s+from\s+\w+)?(?:\s+(?-i:[A-Z])\w+)?\s+(?!of\b|and\b|&)\w+"
+    r"(?!(?:\s+\w+){0,3}\s+(?:me|us)\b)",
+    re.I,
+)
+"""A party opening a sentence without 'my': 'dad finally sold his Octavia', 'little brother switched',
+'colleague of mine quit', 'the wife moved'. Not when the speaker is the object ('boss moved me to nights'),
+and not the household's children ('baby number three arrived' changes the speaker's own family)."""
 _FIRST_SUBJECT = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|we|we're|we've|we'll)\b")
 _FIRST_OBJECT = re.compile(r"\b(?:me|my|mine|us|our)\b", re.I)  # 'you can reach me at ...' is the speaker's
 _PRONOUN_SUBJECT = re.compile(
@@ -335,6 +346,20 @@ _PRESENT = re.compile(
 )
 
 
+_KEPT_AFTER = r"(?:'s|\s+is)?\s+(?:stays?|staying|remains?|isn't going anywhere|is not going anywhere)\b"
+_KEPT_BEFORE = r"\b(?:keeping|kept|keep)\s+(?:the|my|our)\s+(?:\w+\s+)?"
+
+
+def kept_value(old_text: str, new_text: str) -> str | None:
+    """A name of the old statement said to stay ('the Volvo stays for family stuff', 'keeping the
+    Volvo'): the new thing comes beside it, not in its place."""
+    for value in sorted(v for v in values(old_text) if not v[:1].isdigit()):
+        name = re.escape(value)
+        if re.search(rf"\b{name}{_KEPT_AFTER}|{_KEPT_BEFORE}{name}\b", new_text, re.I):
+            return value
+    return None
+
+
 @functools.lru_cache(maxsize=CACHE)
 def speaker_owned(text: str) -> bool:
     """The statement is about the speaker ('I', 'my', 'we', 'our'), not about someone or something else."""
@@ -355,6 +380,8 @@ def third_party(text: str) -> str | None:
     m = _THIRD_SUBJECT.search(text)
     if m:
         return f"my {m.group('rel').lower()}"
+    if m := _BARE_THIRD.search(text):
+        return m.group("rel").lower()  # a bare word: 'my dad' in the old statement is the same party
     m2 = _PRONOUN_SUBJECT.search(text)
     if m2 and not (m2.group(0).strip().lower().startswith("you") and _FIRST_OBJECT.search(text)):
         return m2.group(0).strip().lower()

@@ -6,8 +6,9 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
 1. Guards, each a reason to keep the old fact: the same statement; a question (new or old); an old
    statement that narrates a past event; a new one that is a negated past ("never did quit", "almost sold"),
    hypothetical ("if I got the job I'd move", "someday"), additive ("also", "too", "another", "on top of"),
-   continuity ("still"), or about a third party ("my brother moved") the old statement was not about (a
-   party named there counts: 'my boyfriend Marco' / 'Marco and I broke up').
+   continuity ("still", an old name said to stay: "the Volvo stays"), or about a third party ("my brother
+   moved", "dad sold his Octavia") the old statement was not about (a party named there counts: 'my
+   boyfriend Marco' / 'Marco and I broke up').
 2. The attribute-frame lexicon (engine.annotate.facts.rules), when it reads both facts: a changed value
    supersedes (it resolves subjects itself: 'the meeting' is anyone's to move); the same value, or amounts
    of two different things, is kept. Otherwise another speaker's statement is kept.
@@ -160,6 +161,8 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
         return Decision.keep(f"old statement is a one-off event ('{when}')")  # 'moved ... in May' is a change
     if cue := _guard_cue(new_text):
         return Decision.keep(cue)
+    if value := cues.kept_value(old_text, new_text):
+        return Decision.keep(f"continuity: '{value}' stays")
     party, old_party = cues.third_party(new_text), cues.third_party(old_text)
     if party is not None and party not in old_text.lower() and not _names_party(old_text, new_text):
         return Decision.keep(f"third person '{party}'")  # 'Jordan moved out, my cousin took his room'

@@ -117,6 +117,10 @@ def test_a_recurring_slot_filled_instead_is_the_same_attribute() -> None:
         ("my daughter is learning Mandarin at school", "kept: third person 'my daughter'"),
         ("Sarah's new number is 555-777-8888.", "kept: third person 'sarah'"),
         ("Did you move to Seattle?", "kept: new statement is a question"),
+        ("dad finally sold his house in Denver and moved to Tampa", "kept: third person 'dad'"),
+        ("little brother switched from law to accounting, mum is furious", "kept: third person 'brother'"),
+        ("colleague of mine just moved to Boulder", "kept: third person 'colleague'"),
+        ("the wife moved her office to Golden. Big change", "kept: third person 'wife'"),
     ],
 )
 def test_each_guard_keeps_the_old_fact_with_its_reason(new: str, reason: str) -> None:
@@ -126,6 +130,24 @@ def test_each_guard_keeps_the_old_fact_with_its_reason(new: str, reason: str) ->
 def test_other_speaker_never_supersedes() -> None:
     d = judge("I live in Atlanta.", "I just moved to Nashville.", sim=0.9, new_by="Mike")
     assert d == Decision.keep("other speaker 'Mike'")
+
+
+def test_a_bare_party_is_not_one_when_the_speaker_is_the_object_or_the_household() -> None:
+    assert cues.third_party("boss moved me to nights") is None
+    assert cues.third_party("boss moved to the Leeds office") == "boss"
+    assert cues.third_party("the baby's got me going to bed at 9 these days") is None
+    assert cues.third_party("baby number three arrived monday") is None
+    assert cues.third_party("My boss is Karen.") is None  # 'my' parties are _THIRD_SUBJECT's to read
+    d = judge("we have two kids, both under five", "baby number three arrived monday, everyone's fine")
+    assert not d.reason.startswith("kept: third person")
+
+
+def test_an_old_name_said_to_stay_keeps_the_old_fact() -> None:
+    new = "bought a little motorbike for the summer, the Volvo stays for family stuff"
+    assert judge("I drive a Volvo estate", new, sim=0.9) == Decision.keep("continuity: 'volvo' stays")
+    kept = judge("I drive a Volvo estate", "we're keeping the old Volvo, the Vespa is just for fun", 0.9)
+    assert kept == Decision.keep("continuity: 'volvo' stays")
+    assert judge("I drive a Volvo estate", "sold the Volvo, got a motorbike", sim=0.9).supersedes
 
 
 def test_same_third_party_subject_can_supersede() -> None:

@@ -242,7 +242,7 @@ _OWNERS = r"(?:my|our|your|his|her|their)\b"
 _HOUSEHOLD = r"(?:baby|kids?|child|children)\b"
 _BARE_THIRD = re.compile(
     rf"(?:^|[.!?]\s+)\W*(?:(?:the|a|an|one)\s+)?(?:(?!{_OWNERS})\w+\s+)?(?!{_HOUSEHOLD})(?P<rel>{_RELATIONS})"
-    r"(?:'s)?(?:\s+of\s+(?:mine|ours)|\s+from\s+\w+)?(?:\s+(?-i:[A-Z])\w+)?\s+(?!of\b|and\b|&)\w+"
+    r"(?:'s)?(?:\s+of\s+(?:mine|ours)|\s+from\s+\w+)?(?:\s+(?-i:[A-Z])\w+)?\s+(?!of\b|and\b|&)\w+\b"
     r"(?!(?:\s+\w+){0,3}\s+(?:me|us)\b)",
     re.I,
 )

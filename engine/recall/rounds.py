@@ -39,6 +39,13 @@ PRF_SCORED = 256
 lists made it the costliest search of a query at 1,024 (3.2 ms against 1.9 at 100k notes); a candidate
 below the 256th feedback match gains at most prf_weight x that small score. LoCoMo dev recall is the same
 (docs/scale.md)."""
+PRF_COMMON = 0.02
+"""Feedback leaves out a keyword all of whose terms are in more than this share of the tenant's notes (and
+in more than PRF_COMMON_MIN): its BM25 weight is small (IDF ~3.9 at 2%, ~14 for a word in one note of 1M)
+while its posting list is the feedback's whole cost. At 1M synthetic chat notes, eight such keywords
+(each in 10-15% of the notes) took 15 ms of a 24 ms search. A conversation-sized tenant never reaches the
+bar, so LoCoMo and the fact scenarios rank as before."""
+PRF_COMMON_MIN = 1_000
 NEIGHBOUR_SEEDS = 10
 """Top hits whose session neighbours join the pool."""
 
@@ -162,9 +169,11 @@ def bm25(tm: TenantMemory, text: str, mask: np.ndarray, limit: int | None = None
 def _new_keywords(tm: TenantMemory, seeds: list[int], query: str) -> str:
     """The seeds' keywords the query does not already have, at most PRF_TERMS."""
     have = set(terms(query))
+    bar = max(PRF_COMMON_MIN, PRF_COMMON * len(tm))
     words: dict[str, None] = {}
     for s in seeds:
         for w in tm.notes[tm.index.ids[s]].keywords[:SEED_KEYWORDS]:  # type: ignore[index]
-            if not set(terms(w)) <= have:
+            fresh = set(terms(w)) - have
+            if fresh and (len(tm) <= bar or any(tm.lexical.doc_freq(t) <= bar for t in fresh)):
                 words.setdefault(w)
     return " ".join(list(words)[:PRF_TERMS])

@@ -135,6 +135,11 @@ class LexicalIndex:
             return _empty()
         return self._run(text, min(SCORED if limit is None else limit, self._count))
 
+    def doc_freq(self, term: str) -> int:
+        """Documents holding `term` (an analysed term, as `engine.text.terms` gives it)."""
+        self.flush()
+        return self._index.searcher().doc_freq(FIELD, term) if self._count else 0
+
     def scores_of(self, query: str, slots: np.ndarray) -> np.ndarray:
         """BM25 score of each given slot (0 where no query term occurs)."""
         out = np.zeros(len(slots), dtype=np.float32)

@@ -210,3 +210,19 @@ def test_neighbour_window_two_lets_an_answer_two_turns_later_share_the_score(enc
         return next(h.score for h in mem.search(query, k=9) if h.note.metadata["n"] == 8)
 
     assert answer_score(2) > answer_score(1) + 0.05  # half the question turn's score beats the doorbell's
+
+
+def test_prf_leaves_out_keywords_that_most_notes_of_a_big_tenant_hold(encoder, monkeypatch) -> None:
+    import engine.recall.rounds as rounds
+
+    turns = [("Caroline", "My grandma gave me this necklace in Sweden.", 0)]
+    turns += [("Melanie", f"Sweden trip number {i} was lovely.", 1 + i) for i in range(6)]
+    mem = _memory(encoder, turns, lexical_weight=1.0)
+    with mem._pool.use("default") as t:
+        seed = [t.state.index.slot_of[next(n.id for n in t.state.notes.values() if n.metadata["n"] == 0)]]
+        words = rounds._new_keywords(t.state, seed, "Who gave Caroline the necklace?")
+        assert "sweden" in words.lower()  # a small tenant: every keyword feeds back
+        monkeypatch.setattr(rounds, "PRF_COMMON_MIN", 2)  # as if the tenant were big: 7 notes > 2
+        monkeypatch.setattr(rounds, "PRF_COMMON", 0.5)  # "Sweden" is in all 7 notes, over the bar of 3.5
+        fewer = rounds._new_keywords(t.state, seed, "Who gave Caroline the necklace?")
+    assert "sweden" not in fewer.lower() and set(fewer.split()) < set(words.split())

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
@@ -259,6 +260,10 @@ class IndexConfig:
     same recall would cost every search instead (efSearch 512 on the 40-graph: 0.962, +1 ms)."""
     ann_ef_search: int = 256
     """HNSW search beam: +~1 ms over 128 at 100k; see ann_ef_construction and docs/scale.md (round 4)."""
+    ann_ef_grow_from: int = 100_000
+    """Past this many notes the search beam grows with the tenant, x(1 + log10(notes / this)): a fixed beam
+    loses recall as the graph grows (1M notes: recall@10 0.922 at 256, 0.950 at 384, 0.971 at 512 = the
+    grown beam, for +1.3 ms; docs/scale.md, round 5)."""
     ann_ef_write: int = 32
     """HNSW beam of the write path's neighbour search. A new note lies among stored ones, where the graph
     routes well: on a 100k-note chat tenant recall@10 is 0.985 at 32 (0.998 at 128, for 3x the time)."""
@@ -269,8 +274,16 @@ class IndexConfig:
     (until then those rows are searched exactly beside the graph)."""
 
     def __post_init__(self) -> None:
+        if self.ann_ef_grow_from < 1:
+            raise ConfigError("ann_ef_grow_from must be >= 1 (a very large value keeps the beam fixed)")
         if self.ann_min_notes < 2 or self.ann_m < 4 or min(self.ann_ef_search, self.ann_ef_write) < 1:
             raise ConfigError("ann_min_notes must be >= 2, ann_m >= 4, ann_ef_search and ann_ef_write >= 1")
+
+    def search_beam(self, notes: int) -> int:
+        """The HNSW search beam for a tenant of `notes` notes (see ann_ef_grow_from)."""
+        if notes <= self.ann_ef_grow_from:
+            return self.ann_ef_search
+        return round(self.ann_ef_search * (1 + math.log10(notes / self.ann_ef_grow_from)))
 
 
 _SECTIONS = {

@@ -163,7 +163,9 @@ class VectorIndex:
         if self._gpu:
             scores, slots = self._gpu.search(queries, k, allowed)
         elif self.tier == ann.ANN:
-            scores, slots = self._search_ann(queries, k, allowed, n_allowed, ef or self.config.ann_ef_search)
+            scores, slots = self._search_ann(
+                queries, k, allowed, n_allowed, ef or self.config.search_beam(len(self))
+            )
         else:
             scores, slots = self._search_exact(queries, k, allowed, n_allowed)
         return [

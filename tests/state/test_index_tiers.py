@@ -153,3 +153,23 @@ def test_the_write_beam_overrides_the_search_beam() -> None:
         )
 
     assert recall(1) < recall(None) <= recall(512) and recall(512) >= 0.95
+
+
+def test_the_search_beam_grows_with_the_tenant_past_its_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.state.ann as ann
+
+    config = IndexConfig(ann_ef_search=256, ann_ef_grow_from=100_000)
+    assert [config.search_beam(n) for n in (10_000, 100_000, 1_000_000)] == [256, 256, 512]
+    with pytest.raises(Exception, match="ann_ef_grow_from"):
+        IndexConfig(ann_ef_grow_from=0)
+    beams: list[int] = []
+    real = ann.search_ann
+    monkeypatch.setattr(ann, "search_ann", lambda *a, **kw: beams.append(a[-1]) or real(*a, **kw))
+    db = _clustered(3, 400, 8)
+    for grow_from, beam in ((1_000, 64), (40, 128)):  # 400 notes: 10x past 40 doubles the beam
+        ix = _filled(
+            db, IndexConfig(ann_min_notes=100, ann_exact_max=10, ann_ef_search=64, ann_ef_grow_from=grow_from)
+        )
+        ix.search(db[:2], 5)
+        assert beams[-1] == beam
+        assert ix.search(db[:1], 5, ef=32) and beams[-1] == 32  # an explicit beam still wins

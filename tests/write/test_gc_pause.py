@@ -12,6 +12,13 @@ import pytest
 from engine.write.gc_pause import gc_paused
 
 
+class Node:
+    """An object in a reference cycle with itself: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
 @pytest.fixture(autouse=True)
 def collector_on() -> Iterator[None]:
     was = gc.isenabled()
@@ -71,10 +78,6 @@ def test_overlapping_pauses_in_threads_end_with_it_enabled() -> None:
 
 
 def test_a_cycle_dropped_in_the_batch_is_collected_when_it_ends() -> None:
-    class Node:
-        def __init__(self) -> None:
-            self.me = self
-
     with gc_paused():
         dropped = weakref.ref(Node())
         kept = [[] for _ in range(10_000)]  # far past the collector's threshold: nothing collects it inside
@@ -84,10 +87,6 @@ def test_a_cycle_dropped_in_the_batch_is_collected_when_it_ends() -> None:
 
 def test_writers_that_never_leave_a_gap_still_get_full_collections(monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.write.gc_pause as pause
-
-    class Node:
-        def __init__(self) -> None:
-            self.me = self
 
     monkeypatch.setattr(pause, "FULL_AFTER", 0.0)  # every leaving batch is overdue
     with gc_paused():  # another tenant's batch, inside the whole time
@@ -99,10 +98,6 @@ def test_writers_that_never_leave_a_gap_still_get_full_collections(monkeypatch: 
 
 
 def test_a_short_overlap_leaves_full_collections_to_the_last_batch() -> None:
-    class Node:
-        def __init__(self) -> None:
-            self.me = self
-
     with gc_paused():
         with gc_paused():
             dropped = weakref.ref(Node())

@@ -309,6 +309,10 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
     t.state.apply(changes)
     if t.storage is not None and t.storage.should_checkpoint(t.state):
         t.storage.checkpoint(t.state)
+    try:
+        t.state.settle()
+    except OSError as exc:  # logged and applied: the write stands, the next search commits again
+        log.warning("tenant %s: lexical commit deferred to the next search (%s)", t.state.tenant, exc)
 
 
 def _tenant_stats(t: Tenant) -> dict[str, Any]:

@@ -24,6 +24,9 @@ from engine.state.packed import Packed, Records, source_key
 from engine.state.vector_index import VectorIndex
 
 _NO_LINKS = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
+SETTLE_MAX = 16_384
+"""Up to this many notes a write batch leaves its lexical writes committed (`settle`); a bigger tenant's
+bulk ingest keeps gathering them into fewer, larger commits."""
 
 
 class TenantMemory:
@@ -162,6 +165,13 @@ class TenantMemory:
         if changes.upserts:
             notes, vectors = [n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts])
             self._upsert(notes, vectors, index_text)
+
+    def settle(self) -> None:
+        """Commit the batch's lexical writes now, on a tenant of up to SETTLE_MAX notes: a write is followed
+        by a read in an agent's loop, and the commit (~10 ms on a small tenant) belongs to the write, not
+        to the next search's latency. A failed commit stays buffered for the next read (OSError raised)."""
+        if len(self) <= SETTLE_MAX:
+            self.lexical.flush()
 
     def adopt_index(self, index: VectorIndex) -> None:
         """Take a persisted vector index (before any note is applied): its slots number the notes."""

@@ -164,10 +164,10 @@ class _SnapshotTimer:
         self._real = engine.storage.tenant_store.read_snapshot
         engine.storage.tenant_store.read_snapshot = self._timed  # type: ignore[assignment]
 
-    def _timed(self, *args: Any) -> Any:
+    def _timed(self, *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
-            return self._real(*args)
+            return self._real(*args, **kwargs)
         finally:
             self.seconds += time.perf_counter() - started
 

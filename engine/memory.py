@@ -177,7 +177,7 @@ class Memory:
         recipe = self._recipe(query, k, as_of, include_superseded, expand_links, lexical_weight)
         query = query[: self.config.recall.max_query_chars]  # the encoder's cost grows with length
         vec = self.encoder.encode_batch([query])[0]
-        with self._pool.use(tenant, create=False) as t:
+        with self._pool.use(tenant, create=False, search_only=True) as t:
             return [] if t is None else search(t.state, vec, query, recipe)
 
     def _recipe(

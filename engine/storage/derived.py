@@ -2,16 +2,13 @@
 
 Each is checked against the snapshot (checksums in meta.json, slots in step with the index) and adopted
 when whole; otherwise the caller rebuilds from the Parquet notes, with a warning naming the file. Files
-are hashed on threads: hashlib lets go of the GIL, and opening a large tenant is mostly that reading.
+are hashed before use (engine/storage/checksums.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +17,7 @@ from engine.state import packed
 from engine.state.lexical import LexicalIndex
 from engine.state.tenant_state import TenantMemory, lexical_text
 from engine.state.vector_index import VectorIndex
+from engine.storage.checksums import sha256_all
 
 log = logging.getLogger("amem")
 
@@ -125,22 +123,3 @@ def tree_sums(folder: Path) -> dict[str, str]:
     files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
     names = [p.relative_to(folder).as_posix() for p in files]
     return {name: digest or "" for name, digest in zip(names, sha256_all(files), strict=True)}
-
-
-def sha256_all(paths: list[Path]) -> list[str | None]:
-    """Digests of the files (None: missing), hashed on threads: hashlib lets go of the GIL, and opening a
-    large tenant is mostly reading its snapshot through the hash."""
-    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-        return list(pool.map(_sha256_or_none, paths))
-
-
-def _sha256_or_none(path: Path) -> str | None:
-    return _sha256(path) if path.exists() else None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

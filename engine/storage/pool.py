@@ -45,8 +45,11 @@ class TenantPool:
         self.store_lock = _store_lock(path, config)
 
     @contextmanager
-    def use(self, name: str, create: bool = True) -> Iterator[Tenant | None]:
-        """The tenant, locked for the duration; None when it does not exist and `create` is False."""
+    def use(self, name: str, create: bool = True, search_only: bool = False) -> Iterator[Tenant | None]:
+        """The tenant, locked for the duration; None when it does not exist and `create` is False.
+
+        Unless the call only searches, the snapshot the tenant opened from has passed its checksums first
+        (a big tenant's are checked in the background: search reads none of those files)."""
         name = validate_tenant(name)
         while True:
             t = self._get(name, create)
@@ -55,6 +58,8 @@ class TenantPool:
                 return
             with t.lock:
                 if not t.is_closed:  # evicted between lookup and lock: look again
+                    if t.storage is not None and not search_only:
+                        t.state = t.storage.verified(t.state)
                     yield t
                     return
 

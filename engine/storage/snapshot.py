@@ -18,7 +18,9 @@ Layout under a tenant folder:
 
 A snapshot is written to `snap-<seq>.tmp`, fsync'ed, renamed, and only then named by the manifest.
 Opening tries snapshots newest first and uses the newest whose checksums hold. A derived index that is
-missing or damaged does not fail the snapshot: it is rebuilt from the notes, with a warning.
+missing or damaged does not fail the snapshot: it is rebuilt from the notes, with a warning. When the
+state file and the indexes are adopted, the notes and versions files (which search does not read) may
+be checked in the background (`defer`; engine/storage/checksums.py).
 """
 
 from __future__ import annotations
@@ -31,18 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import ConfigError, CorruptStore, StoreError
-from engine.model.changes import ChangeSet
-from engine.model.records import dumps, note_from_record
 from engine.state import packed
 from engine.state.history import write_file as write_versions
 from engine.state.lexical import LexicalIndex
-from engine.state.note_table import FIELDS, decode_fields
 from engine.state.tenant_state import TenantMemory
+from engine.storage.checksums import Pending, sha256_all
 from engine.storage.derived import (
     BY_SLOT,
     LEXICAL,
@@ -50,10 +49,10 @@ from engine.storage.derived import (
     adopt_state,
     load_index,
     read_lexical,
-    sha256_all,
     write_lexical,
 )
 from engine.storage.fsutil import atomic_write_bytes, fsync_dir, fsync_file
+from engine.storage.notes_file import changes_from_table, notes_table
 
 SCHEMA_VERSION = 1
 INDEX_FILE = "index.faiss"
@@ -61,8 +60,6 @@ log = logging.getLogger("amem")
 
 VERSIONS = "versions.arrow"
 _OLD_VERSIONS = "versions.parquet"
-_LIST_FIELDS = {"keywords", "tags", "source_ids"}
-_JSON_FIELDS = {"links", "metadata", "occurrences"}
 
 
 @dataclass(slots=True)
@@ -70,6 +67,8 @@ class SnapshotInfo:
     seq: int
     path: Path
     meta: dict[str, Any]
+    pending: Pending | None = None
+    """With `defer`: the checksums of notes.parquet and versions.arrow, still being computed."""
 
 
 def write_snapshot(folder: Path, tm: TenantMemory, seq: int, encoder: str) -> SnapshotInfo:
@@ -89,7 +88,7 @@ def write_snapshot(folder: Path, tm: TenantMemory, seq: int, encoder: str) -> Sn
 def _write_snapshot(folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder: str) -> SnapshotInfo:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    files = {"notes.parquet": _notes_table(tm), VERSIONS: tm.history.table()}
+    files = {"notes.parquet": notes_table(tm), VERSIONS: tm.history.table()}
     pq.write_table(files["notes.parquet"], tmp / "notes.parquet")
     write_versions(files[VERSIONS], tmp / VERSIONS)
     sums = dict(zip(files, sha256_all([tmp / name for name in files]), strict=True))
@@ -146,31 +145,49 @@ def snapshots_newest_first(folder: Path) -> list[Path]:
     )
 
 
-def read_snapshot(path: Path, tm: TenantMemory, encoder: str) -> SnapshotInfo:
-    """Load one snapshot into an empty TenantMemory; CorruptStore if a checksum or row count is off."""
+def read_snapshot(path: Path, tm: TenantMemory, encoder: str, defer: bool = False) -> SnapshotInfo:
+    """Load one snapshot into an empty TenantMemory; CorruptStore if a checksum or row count is off.
+
+    With `defer`, when the state file and the vector index are adopted (so the notes are not read), the
+    checksums of the notes and versions files are left running: `SnapshotInfo.pending` gives their verdict.
+    """
     meta = _read_meta(path)
     _check_meta(path, meta, tm, encoder)
+    files = {path / name: digest for name, digest in meta["sha256"].items()}
     try:
         num_notes = pq.ParquetFile(path / "notes.parquet").metadata.num_rows
         versions = _read_versions(path)
     except (OSError, pa.ArrowException) as exc:
-        raise CorruptStore(f"{path}: unreadable Parquet or Arrow file ({exc})") from exc
+        raise CorruptStore(
+            Pending(files).error() or f"{path}: unreadable Parquet or Arrow file ({exc})"
+        ) from exc
     rows = {"notes.parquet": num_notes, _versions_name(path): versions.num_rows}
     if any(meta["rows"].get(name) != count for name, count in rows.items()):
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
     # a loaded index keeps every note's slot; its state file then brings the notes without decoding them
     adopted = load_index(path / INDEX_FILE, tm, int(meta["seq"]), num_notes)
+    fast = adopted and adopt_state(path, meta, tm, num_notes) and _versions_name(path) == VERSIONS
+    sums = Pending(files)  # started after the index is read: on a cold disk they would share its reads
+    if not (fast and defer) and (error := sums.error()):
+        raise CorruptStore(error)
     ids = None
-    if not (adopted and adopt_state(path, meta, tm, num_notes)):
+    if not fast:
         notes = _read_notes(path)
-        tm.apply(_changes_from_tables(notes, tm.index.dim), index_text=False)
+        tm.apply(changes_from_table(notes, tm.index.dim), index_text=False)
         ids = notes.column("id").to_pylist()
     tm.adopt_lexical(read_lexical(path, meta, tm, adopted, ids))
-    if _versions_name(path) == VERSIONS:
-        tm.history.load(path / VERSIONS)
-    else:
-        tm.history.load_table(versions)
-    return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta)
+    _load_versions(path, tm, versions, sums)
+    return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta, pending=sums if fast and defer else None)
+
+
+def _load_versions(path: Path, tm: TenantMemory, versions: pa.Table, sums: Pending) -> None:
+    try:
+        if _versions_name(path) == VERSIONS:
+            tm.history.load(path / VERSIONS)
+        else:
+            tm.history.load_table(versions)
+    except (OSError, ValueError, IndexError, pa.ArrowException) as exc:  # a damaged file not yet checked
+        raise CorruptStore(sums.error() or f"{path / VERSIONS}: unreadable versions ({exc})") from exc
 
 
 def _versions_name(path: Path) -> str:
@@ -226,85 +243,3 @@ def _check_meta(path: Path, meta: dict[str, Any], tm: TenantMemory, encoder: str
             f"{path}: store was built with encoder {meta.get('encoder')!r} ({meta.get('dim')}-d); "
             f"open it with the same encoder, not {encoder!r} ({tm.index.dim}-d)"
         )
-    names = list(meta["sha256"])
-    for name, digest in zip(names, sha256_all([path / n for n in names]), strict=True):
-        if digest != meta["sha256"][name]:
-            raise CorruptStore(f"{path / name}: checksum mismatch (file damaged or truncated)")
-
-
-def _notes_table(tm: TenantMemory) -> pa.Table:
-    """Columns straight from the records (no Note built: ~5x faster on a whole tenant)."""
-    slots = np.fromiter(tm.index.slot_of.values(), dtype=np.int64, count=len(tm.index.slot_of))
-    if not len(slots):
-        empty = pa.array([], pa.list_(pa.float32(), tm.index.dim))
-        return _notes_schema().empty_table().append_column("embedding", empty)
-    rows = (decode_fields(tm.notes.record(int(s))) for s in slots)  # type: ignore[arg-type]
-    columns = dict(zip(FIELDS, zip(*rows, strict=True), strict=True))
-    us = 1e-6
-    out: dict[str, list[Any]] = {name: list(columns[name]) for name in _PLAIN}
-    for name in _TIMES:
-        out[name] = [None if t is None else t * us for t in columns[name]]
-    out["links"] = [
-        dumps([{"target": a, "reason": b, "created_at": c * us} for a, b, c in x]) for x in columns["links"]
-    ]
-    out["metadata"] = [dumps(m) for m in columns["metadata"]]
-    out["occurrences"] = [dumps([t * us for t in x]) for x in columns["occurrences"]]
-    table = pa.Table.from_pydict(out, schema=_notes_schema())
-    flat = pa.array(tm.index.vectors(slots).astype(np.float32).ravel(), type=pa.float32())
-    return table.append_column("embedding", pa.FixedSizeListArray.from_arrays(flat, tm.index.dim))
-
-
-_TIMES = ("timestamp", "created_at", "updated_at", "valid_at", "invalid_at", "expired_at")
-_PLAIN = (
-    "id",
-    "tenant",
-    "content",
-    "speaker",
-    "keywords",
-    "tags",
-    "context",
-    "source_ids",
-    "annotated_by",
-) + (
-    "version",
-    "superseded_by",
-)
-
-
-def _notes_schema() -> pa.Schema:
-    ts = pa.float64()  # epoch seconds: exact round trip, no timezone ambiguity
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("tenant", pa.string()),
-            ("content", pa.string()),
-            ("speaker", pa.string()),
-            ("keywords", pa.list_(pa.string())),
-            ("tags", pa.list_(pa.string())),
-            ("context", pa.string()),
-            ("links", pa.string()),
-            ("metadata", pa.string()),
-            ("source_ids", pa.list_(pa.string())),
-            ("occurrences", pa.string()),
-            ("annotated_by", pa.string()),
-            ("version", pa.int32()),
-            ("superseded_by", pa.string()),
-            ("timestamp", ts),
-            ("created_at", ts),
-            ("updated_at", ts),
-            ("valid_at", ts),
-            ("invalid_at", ts),
-            ("expired_at", ts),
-        ]
-    )
-
-
-def _changes_from_tables(notes: pa.Table, dim: int) -> ChangeSet:
-    changes = ChangeSet()
-    if notes.num_rows:
-        vecs = notes.column("embedding").combine_chunks().flatten().to_numpy().reshape(-1, dim)
-        for row, vec in zip(notes.drop_columns(["embedding"]).to_pylist(), vecs, strict=True):
-            for name in _JSON_FIELDS:
-                row[name] = json.loads(row[name])
-            changes.upserts.append((note_from_record(row), vec.astype(np.float32)))
-    return changes

@@ -21,6 +21,7 @@ from engine.model.note import Note
 from engine.model.records import RECORD_FORMAT, changes_from_records, changes_to_records
 from engine.model.tenant_name import tenant_dir
 from engine.state.tenant_state import TenantMemory
+from engine.storage.checksums import Pending
 from engine.storage.lock import StoreLock
 from engine.storage.snapshot import prune_snapshots, read_snapshot, snapshots_newest_first, write_snapshot
 from engine.storage.wal import WriteAheadLog
@@ -45,6 +46,9 @@ class TenantStorage:
         self.seq = 0
         self._since_snapshot = 0
         self._seen: tuple[tuple[int, int, int], ...] = ()
+        self._pending: tuple[str, Pending, int] | None = None
+        self._damaged: set[str] = set()
+        """Snapshots whose background checksums failed: skipped when the tenant is loaded again."""
 
     def _open_wal(self) -> WriteAheadLog | None:
         """The log; one whose header is damaged is reported and set aside (writer) or skipped (reader)."""
@@ -62,8 +66,9 @@ class TenantStorage:
         return not self.read_only or (self.folder / "wal.log").exists()
 
     def load(self, tm: TenantMemory) -> TenantMemory:
-        """Newest good snapshot, then every logged ChangeSet after it."""
+        """Newest good snapshot, then every logged ChangeSet after it (see `verified`)."""
         self._seen = self._signature()
+        self._since_snapshot = 0
         snap_seq = self._load_snapshot(tm)
         self.seq = snap_seq
         if self._wal is not None:
@@ -128,13 +133,34 @@ class TenantStorage:
         return tuple(out)
 
     def _load_snapshot(self, tm: TenantMemory) -> int:
+        self._pending = None
         for path in snapshots_newest_first(self.folder) if self.folder.exists() else []:
+            if path.name in self._damaged:
+                continue
             try:
-                return read_snapshot(path, tm, self.encoder).seq
+                info = read_snapshot(path, tm, self.encoder, defer=True)
+                if info.pending is not None:  # with the problems known so far (the log's come after)
+                    self._pending = (path.name, info.pending, len(self.problems))
+                return info.seq
             except CorruptStore as exc:
                 self._problem(f"{exc}; falling back to an older snapshot")
                 tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda, tm.index.config)  # type: ignore[misc]  # drop what was half-read
         return 0
+
+    def verified(self, tm: TenantMemory) -> TenantMemory:
+        """`tm` once its snapshot's background checksums hold (they wait here); when one fails, the tenant
+        is loaded again from an older snapshot and the log, and that new state is returned instead."""
+        if self._pending is None:
+            return tm
+        name, pending, known = self._pending
+        self._pending = None
+        error = pending.error()
+        if error is None:
+            return tm
+        del self.problems[known:]  # what replaying the log onto the damaged snapshot found is moot
+        self._problem(f"{error}; falling back to an older snapshot")
+        self._damaged.add(name)
+        return self.load(tm.empty_copy())
 
     def _report_skipped(self, skipped: list[str]) -> None:
         if skipped:  # only after a damaged snapshot: the log refers to notes it held
@@ -180,7 +206,7 @@ class TenantStorage:
         Without a log (`wal=False`) there is nothing to replay: it is checkpointed whatever `snapshot` says."""
         try:
             if tm is not None and (snapshot or self._wal is None):
-                self.checkpoint(tm)
+                self.checkpoint(tm if self.read_only else self.verified(tm))
         finally:
             if self._wal is not None:
                 self._wal.close()

@@ -12,123 +12,57 @@ import json
 import logging
 import os
 import random
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.synthetic import chat
 from engine import Config, Memory
 from engine.encode import Encoder
 from engine.errors import ReadOnlyStore, StoreLocked
 from engine.storage.walformat import FRAME_MAGIC
-
-ROOT = Path(__file__).resolve().parents[2]
-TENANT = "victim"
-BATCHES = [chat(30, seed=5)[i : i + 10] for i in range(0, 30, 10)]
-ALL = {0, 1, 2}
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("template")
-    spec = base / "input.json"
-    spec.write_text(json.dumps({"tenant": TENANT, "batches": BATCHES}))
-    store = base / "store"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tests" / "storage" / "crash_child.py"),
-            str(store),
-            str(spec),
-            "--checkpoint-after",
-            "0",
-            "1",
-            "--exit-without-close",
-        ],
-        cwd=ROOT,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        timeout=120,
-    )
-    folder = store / "tenants" / TENANT
-    assert sorted(p.name for p in folder.glob("snap-*")) == ["snap-000000000001", "snap-000000000002"]
-    return store
+from tests.storage.damaged import (
+    ALL,
+    NEWEST,
+    TENANT,
+    batches_present,
+    copy_store,
+    flip,
+    folder,
+    open_store,
+    problems,
+    sources,
+    truncate,
+)
 
 
 @pytest.fixture
-def store(template: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "store"
-    shutil.copytree(template, copy)
-    return copy
-
-
-def _folder(store: Path) -> Path:
-    return store / "tenants" / TENANT
-
-
-def _open(store: Path, encoder: Encoder, read_only: bool = False) -> Memory:
-    return Memory(store, Config.of(read_only=read_only), encoder=encoder)
-
-
-def _batches_present(mem: Memory) -> set[int]:
-    sources = {s for n in mem.notes(TENANT) for s in n.source_ids}
-    present = set()
-    for i, batch in enumerate(BATCHES):
-        there = {it["source_id"] in sources for it in batch}
-        assert len(there) == 1, f"batch {i} is half there"
-        if there == {True}:
-            present.add(i)
-    return present
-
-
-def _sources(mem: Memory) -> set[str]:
-    return {s for n in mem.notes(TENANT) for s in n.source_ids}
-
-
-def _problems(mem: Memory) -> list[str]:
-    return mem.stats()["tenants"][TENANT]["problems"]
-
-
-def _flip(path: Path, at: float = 0.5, count: int = 8) -> None:
-    data = bytearray(path.read_bytes())
-    start = int(len(data) * at)
-    for i in range(start, min(start + count, len(data))):
-        data[i] ^= 0xFF
-    path.write_bytes(bytes(data))
-
-
-def _truncate(path: Path, keep: float = 0.5) -> None:
-    path.write_bytes(path.read_bytes()[: int(path.stat().st_size * keep)])
+def store(victim_template: Path, tmp_path: Path) -> Path:
+    return copy_store(victim_template, tmp_path)
 
 
 def test_the_template_opens_whole_with_no_problems(store: Path, encoder: Encoder) -> None:
-    with _open(store, encoder) as mem:
-        assert _batches_present(mem) == ALL
-        assert _problems(mem) == []
+    with open_store(store, encoder) as mem:
+        assert batches_present(mem) == ALL
+        assert problems(mem) == []
         assert mem.stats()["tenants"][TENANT]["indexed"] == len(mem.notes(TENANT))
 
 
-NEWEST = "snap-000000000002"
 SNAPSHOT_DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
-    "flipped notes.parquet": (lambda s: _flip(s / "notes.parquet"), "notes.parquet: checksum mismatch"),
-    "truncated notes.parquet": (lambda s: _truncate(s / "notes.parquet"), "notes.parquet: checksum mismatch"),
+    "flipped notes.parquet": (lambda s: flip(s / "notes.parquet"), "notes.parquet: checksum mismatch"),
+    "truncated notes.parquet": (lambda s: truncate(s / "notes.parquet"), "notes.parquet: checksum mismatch"),
     "empty notes.parquet": (
-        lambda s: _truncate(s / "notes.parquet", 0.0),
+        lambda s: truncate(s / "notes.parquet", 0.0),
         "notes.parquet: checksum mismatch",
     ),
     "flipped versions.arrow": (
-        lambda s: _flip(s / "versions.arrow", 0.9, 2),
+        lambda s: flip(s / "versions.arrow", 0.9, 2),
         "versions.arrow: checksum",
     ),
     "deleted notes.parquet": (lambda s: (s / "notes.parquet").unlink(), "notes.parquet: checksum mismatch"),
     "deleted meta.json": (lambda s: (s / "meta.json").unlink(), "meta.json: unreadable snapshot metadata"),
-    "truncated meta.json": (lambda s: _truncate(s / "meta.json"), "meta.json: unreadable snapshot metadata"),
+    "truncated meta.json": (lambda s: truncate(s / "meta.json"), "meta.json: unreadable snapshot metadata"),
 }
 
 
@@ -137,10 +71,10 @@ def test_a_damaged_newest_snapshot_falls_back_to_the_previous_one_and_the_log(
     store: Path, encoder: Encoder, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
     harm, expected = SNAPSHOT_DAMAGE[damage]
-    harm(_folder(store) / NEWEST)
-    with caplog.at_level(logging.WARNING), _open(store, encoder, read_only=True) as mem:
-        assert _batches_present(mem) == ALL  # snap-1 + log records 2 and 3
-        [problem] = _problems(mem)
+    harm(folder(store) / NEWEST)
+    with caplog.at_level(logging.WARNING), open_store(store, encoder, read_only=True) as mem:
+        assert batches_present(mem) == ALL  # snap-1 + log records 2 and 3
+        [problem] = problems(mem)
     assert NEWEST in problem and expected in problem and "falling back to an older snapshot" in problem
     assert any(expected in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
@@ -148,21 +82,21 @@ def test_a_damaged_newest_snapshot_falls_back_to_the_previous_one_and_the_log(
 def test_after_a_fallback_the_writer_carries_on_and_the_next_open_is_clean(
     store: Path, encoder: Encoder
 ) -> None:
-    _flip(_folder(store) / NEWEST / "notes.parquet")
+    flip(folder(store) / NEWEST / "notes.parquet")
     extra = {"content": "A brand new line written after the damage.", "source_id": "after-damage"}
-    with _open(store, encoder) as mem:
+    with open_store(store, encoder) as mem:
         mem.add_many([extra], tenant=TENANT)
-    with _open(store, encoder) as mem:
-        assert _batches_present(mem) == ALL and "after-damage" in _sources(mem)
-        assert _problems(mem) == []
+    with open_store(store, encoder) as mem:
+        assert batches_present(mem) == ALL and "after-damage" in sources(mem)
+        assert problems(mem) == []
 
 
 def test_a_truncated_log_tail_drops_only_the_cut_record(store: Path, encoder: Encoder) -> None:
-    wal = _folder(store) / "wal.log"
+    wal = folder(store) / "wal.log"
     wal.write_bytes(wal.read_bytes()[:-10])
-    with _open(store, encoder, read_only=True) as mem:
-        assert _batches_present(mem) == {0, 1}  # record 3 (batch 2) was cut
-        [problem] = _problems(mem)
+    with open_store(store, encoder, read_only=True) as mem:
+        assert batches_present(mem) == {0, 1}  # record 3 (batch 2) was cut
+        [problem] = problems(mem)
     assert "wal.log" in problem and "torn tail" in problem
 
 
@@ -174,16 +108,16 @@ def test_a_truncated_log_tail_drops_only_the_cut_record(store: Path, encoder: En
 def test_garbage_after_the_log_is_a_torn_tail_and_loses_nothing(
     store: Path, encoder: Encoder, garbage: bytes
 ) -> None:
-    wal = _folder(store) / "wal.log"
+    wal = folder(store) / "wal.log"
     wal.write_bytes(wal.read_bytes() + garbage)
-    with _open(store, encoder) as mem:
-        assert _batches_present(mem) == ALL
-        [problem] = _problems(mem)
+    with open_store(store, encoder) as mem:
+        assert batches_present(mem) == ALL
+        [problem] = problems(mem)
         assert "torn tail" in problem
         mem.add_many([{"content": "Written over the trimmed tail.", "source_id": "over-tail"}], tenant=TENANT)
-    with _open(store, encoder) as mem:
-        assert _batches_present(mem) == ALL and "over-tail" in _sources(mem)
-        assert _problems(mem) == []
+    with open_store(store, encoder) as mem:
+        assert batches_present(mem) == ALL and "over-tail" in sources(mem)
+        assert problems(mem) == []
 
 
 def _frame_offsets(wal: Path) -> list[int]:
@@ -203,21 +137,21 @@ def _damage_record(wal: Path, index: int) -> None:
 
 
 def test_damage_to_the_last_record_is_a_torn_tail(store: Path, encoder: Encoder) -> None:
-    _damage_record(_folder(store) / "wal.log", 1)
-    with _open(store, encoder, read_only=True) as mem:
-        assert _batches_present(mem) == {0, 1}
-        [problem] = _problems(mem)
+    _damage_record(folder(store) / "wal.log", 1)
+    with open_store(store, encoder, read_only=True) as mem:
+        assert batches_present(mem) == {0, 1}
+        [problem] = problems(mem)
     assert "torn tail" in problem and "offset" in problem
 
 
 def test_damage_before_the_last_record_is_corruption_and_replay_stops_there(
     store: Path, encoder: Encoder
 ) -> None:
-    _flip(_folder(store) / NEWEST / "notes.parquet")  # fall back to snap-1, which needs records 2 and 3
-    _damage_record(_folder(store) / "wal.log", 0)
-    with _open(store, encoder, read_only=True) as mem:
-        assert _batches_present(mem) == {0}  # snap-1 only: the log is unusable from record 2 on
-        snapshot_problem, log_problem = _problems(mem)
+    flip(folder(store) / NEWEST / "notes.parquet")  # fall back to snap-1, which needs records 2 and 3
+    _damage_record(folder(store) / "wal.log", 0)
+    with open_store(store, encoder, read_only=True) as mem:
+        assert batches_present(mem) == {0}  # snap-1 only: the log is unusable from record 2 on
+        snapshot_problem, log_problem = problems(mem)
     assert NEWEST in snapshot_problem
     assert "wal.log" in log_problem and "corruption at offset 20" in log_problem
 
@@ -225,16 +159,16 @@ def test_damage_before_the_last_record_is_corruption_and_replay_stops_there(
 def test_a_writer_opens_a_log_damaged_below_its_snapshot_and_salvages_it(
     store: Path, encoder: Encoder
 ) -> None:
-    wal = _folder(store) / "wal.log"
+    wal = folder(store) / "wal.log"
     _damage_record(wal, 0)  # record 2: snap-2 holds it already
-    with _open(store, encoder) as mem:
-        assert _batches_present(mem) >= {0, 1}
-        [problem] = _problems(mem)
+    with open_store(store, encoder) as mem:
+        assert batches_present(mem) >= {0, 1}
+        [problem] = problems(mem)
         assert "corruption" in problem
         mem.add_many([{"content": "Written after the salvage.", "source_id": "after-salvage"}], tenant=TENANT)
     assert len(list(wal.parent.glob("wal.log.corrupt-*"))) == 1  # the damaged log is kept aside
-    with _open(store, encoder) as mem:
-        assert "after-salvage" in _sources(mem) and _problems(mem) == []
+    with open_store(store, encoder) as mem:
+        assert "after-salvage" in sources(mem) and problems(mem) == []
 
 
 @pytest.mark.xfail(
@@ -243,39 +177,39 @@ def test_a_writer_opens_a_log_damaged_below_its_snapshot_and_salvages_it(
     "first damage even when every damaged record is <= after_seq, dropping intact later ones",
 )
 def test_an_intact_record_after_damage_the_snapshot_covers_is_kept(store: Path, encoder: Encoder) -> None:
-    _damage_record(_folder(store) / "wal.log", 0)
-    with _open(store, encoder, read_only=True) as mem:
-        assert _batches_present(mem) == ALL
+    _damage_record(folder(store) / "wal.log", 0)
+    with open_store(store, encoder, read_only=True) as mem:
+        assert batches_present(mem) == ALL
 
 
 def test_a_damaged_log_header_still_opens_on_the_snapshot(store: Path, encoder: Encoder) -> None:
-    wal = _folder(store) / "wal.log"
+    wal = folder(store) / "wal.log"
     data = bytearray(wal.read_bytes())
     data[3] ^= 0xFF
     wal.write_bytes(bytes(data))
-    with _open(store, encoder, read_only=True) as mem:
-        assert _batches_present(mem) == {0, 1}
-        assert any("header" in p for p in _problems(mem))
+    with open_store(store, encoder, read_only=True) as mem:
+        assert batches_present(mem) == {0, 1}
+        assert any("header" in p for p in problems(mem))
 
 
 def test_every_snapshot_damaged_is_reported_and_the_gap_is_logged(
     store: Path, encoder: Encoder, caplog: pytest.LogCaptureFixture
 ) -> None:
     for snap in ("snap-000000000001", NEWEST):
-        _flip(_folder(store) / snap / "notes.parquet")
-    with caplog.at_level(logging.WARNING), _open(store, encoder, read_only=True) as mem:
+        flip(folder(store) / snap / "notes.parquet")
+    with caplog.at_level(logging.WARNING), open_store(store, encoder, read_only=True) as mem:
         mem.notes(TENANT)
-        problems = _problems(mem)
-    assert sum("falling back" in p for p in problems) == 2 and any("missing" in p for p in problems)
+        found = problems(mem)
+    assert sum("falling back" in p for p in found) == 2 and any("missing" in p for p in found)
     assert any("1..1 were truncated away" in r.getMessage() for r in caplog.records)
 
 
 def test_every_snapshot_damaged_puts_the_missing_records_in_problems(store: Path, encoder: Encoder) -> None:
     for snap in ("snap-000000000001", NEWEST):
-        _flip(_folder(store) / snap / "notes.parquet")
-    with _open(store, encoder, read_only=True) as mem:
+        flip(folder(store) / snap / "notes.parquet")
+    with open_store(store, encoder, read_only=True) as mem:
         mem.notes(TENANT)
-        assert any("truncated away" in p or "missing" in p for p in _problems(mem))
+        assert any("truncated away" in p or "missing" in p for p in problems(mem))
 
 
 def _edit_meta(change: Callable[[dict[str, Any]], Any]) -> Callable[[Path, bool], None]:
@@ -311,15 +245,15 @@ LEGACY_DETECTABLE = [name for name in META_DAMAGE if name not in ("dim changed",
 def test_damaged_snapshot_metadata_falls_back_instead_of_failing_or_losing_records(
     store: Path, encoder: Encoder, damage: str, legacy: bool
 ) -> None:
-    META_DAMAGE[damage](_folder(store) / NEWEST, legacy)
-    with _open(store, encoder, read_only=True) as mem:
-        assert _batches_present(mem) == ALL  # snap-1 + log records 2 and 3
-        [problem] = _problems(mem)
+    META_DAMAGE[damage](folder(store) / NEWEST, legacy)
+    with open_store(store, encoder, read_only=True) as mem:
+        assert batches_present(mem) == ALL  # snap-1 + log records 2 and 3
+        [problem] = problems(mem)
     assert f"{NEWEST}/meta.json" in problem and "falling back" in problem
 
 
 def test_metadata_has_a_checksum_of_its_own(store: Path) -> None:
-    meta = json.loads((_folder(store) / NEWEST / "meta.json").read_text())
+    meta = json.loads((folder(store) / NEWEST / "meta.json").read_text())
     assert len(meta["meta_sha256"]) == 64 and meta["seq"] == 2
 
 
@@ -332,8 +266,8 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 
 def test_a_second_writer_gets_store_locked_naming_the_holder(store: Path, encoder: Encoder) -> None:
-    with _open(store, encoder), pytest.raises(StoreLocked) as err:
-        _open(store, encoder)  # the store-level lock: refused at open, before any tenant is touched
+    with open_store(store, encoder), pytest.raises(StoreLocked) as err:
+        open_store(store, encoder)  # the store-level lock: refused at open, before any tenant is touched
     message = str(err.value)
     assert str(store / "LOCK") in message and f"process {os.getpid()}" in message
     assert "only one writer" in message
@@ -347,20 +281,20 @@ def test_without_the_store_lock_the_tenant_lock_still_guards(store: Path, encode
         with pytest.raises(StoreLocked) as err:
             other.add("A second writer must not get in.", tenant=TENANT)
         other.close()
-    assert str(_folder(store) / "LOCK") in str(err.value)
+    assert str(folder(store) / "LOCK") in str(err.value)
 
 
 def test_a_reader_opens_while_the_writer_holds_the_lock_and_sees_what_was_committed(
     store: Path, encoder: Encoder
 ) -> None:
-    with _open(store, encoder) as writer:
+    with open_store(store, encoder) as writer:
         writer.add_many(
             [{"content": "Committed while the reader is away.", "source_id": "live-1"}], tenant=TENANT
         )
         before = _tree_digest(store)
-        with _open(store, encoder, read_only=True) as reader:
-            assert _batches_present(reader) == ALL
-            assert "live-1" in _sources(reader)
+        with open_store(store, encoder, read_only=True) as reader:
+            assert batches_present(reader) == ALL
+            assert "live-1" in sources(reader)
             assert reader.search("reader is away", tenant=TENANT, k=3)[0].note.source_ids == ["live-1"]
             with pytest.raises(ReadOnlyStore):
                 reader.add("Readers cannot write.", tenant=TENANT)
@@ -368,5 +302,5 @@ def test_a_reader_opens_while_the_writer_holds_the_lock_and_sees_what_was_commit
         writer.add_many(
             [{"content": "Committed after the first reader left.", "source_id": "live-2"}], tenant=TENANT
         )
-        with _open(store, encoder, read_only=True) as reader:
-            assert {"live-1", "live-2"} <= _sources(reader)
+        with open_store(store, encoder, read_only=True) as reader:
+            assert {"live-1", "live-2"} <= sources(reader)

@@ -1,0 +1,67 @@
+"""Checksums of a snapshot's files: hashed on threads at once, or in the background while a tenant serves.
+
+Most of a big tenant's snapshot is bytes that search never reads: notes.parquet (read only when the
+state file is unusable) and versions.arrow (read by history and rollback). Hashing them before the
+first search was 5.7 s of the 13 s a 1M-note tenant took to reopen. `Pending` hashes them on daemon
+threads instead; every call other than search waits for its verdict first (TenantStorage.verified), so
+nothing reads, writes or snapshots a file before it is known whole. Search reads only files checked
+before it starts: the state file and the lexical index (sha256 here) and the vector index (its CRC).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+_BLOCK = 1 << 20
+
+
+def sha256_all(paths: list[Path]) -> list[str | None]:
+    """Digests of the files (None: missing), hashed on threads: hashlib lets go of the GIL, and opening a
+    large tenant is mostly reading its snapshot through the hash."""
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        return list(pool.map(sha256_or_none, paths))
+
+
+def sha256_or_none(path: Path) -> str | None:
+    try:
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(_BLOCK), b""):
+                h.update(block)
+        return h.hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+class Pending:
+    """Files being hashed in the background, each against the digest the snapshot recorded."""
+
+    def __init__(self, expected: dict[Path, str]) -> None:
+        self._expected = expected
+        self._digests = {path: _hash_later(path) for path in expected}
+
+    def error(self) -> str | None:
+        """Waits for every digest; the first file that is off, as a message naming it (None: all whole)."""
+        for path, want in self._expected.items():
+            if self._digests[path].result() != want:
+                return f"{path}: checksum mismatch (file damaged or truncated)"
+        return None
+
+
+def _hash_later(path: Path) -> Future[str | None]:
+    """A daemon thread, not an executor's: a process that exits with a check still running must not
+    wait for it (executor threads are joined at exit)."""
+    digest: Future[str | None] = Future()
+
+    def run() -> None:
+        try:
+            digest.set_result(sha256_or_none(path))
+        except OSError:  # unreadable counts as damaged
+            digest.set_result(None)
+
+    threading.Thread(target=run, name=f"amem-sha256-{path.name}", daemon=True).start()
+    return digest

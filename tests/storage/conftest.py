@@ -1,0 +1,41 @@
+"""The damaged-store tests' template: a store whose newest state is only in the log (test_corruption.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.storage.damaged import BATCHES, ROOT, TENANT
+
+
+@pytest.fixture(scope="session")
+def victim_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("template")
+    spec = base / "input.json"
+    spec.write_text(json.dumps({"tenant": TENANT, "batches": BATCHES}))
+    store = base / "store"
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "storage" / "crash_child.py"),
+            str(store),
+            str(spec),
+            "--checkpoint-after",
+            "0",
+            "1",
+            "--exit-without-close",
+        ],
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        timeout=120,
+    )
+    folder = store / "tenants" / TENANT
+    assert sorted(p.name for p in folder.glob("snap-*")) == ["snap-000000000001", "snap-000000000002"]
+    return store

@@ -1,0 +1,92 @@
+"""Search answers before a snapshot's notes and versions files are checked; every other call waits.
+
+Those two files (most of a big snapshot's bytes) are hashed in the background
+(engine/storage/checksums.py) because search reads neither. A damaged one is found by the first call
+that is not a search, or by the writer's close, and the tenant moves to the older snapshot and the log
+before that call goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.encode import Encoder
+from engine.storage import checksums
+from tests.storage.damaged import (
+    ALL,
+    BATCHES,
+    NEWEST,
+    TENANT,
+    batches_present,
+    copy_store,
+    flip,
+    folder,
+    open_store,
+    problems,
+)
+
+
+@pytest.fixture
+def store(victim_template: Path, tmp_path: Path) -> Path:
+    return copy_store(victim_template, tmp_path)
+
+
+@pytest.fixture
+def held_versions_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The background hash of versions.arrow waits until the returned event is set."""
+    release, real = threading.Event(), checksums.sha256_or_none
+
+    def slow(path: Path) -> str | None:
+        if path.name == "versions.arrow":
+            release.wait(60)
+        return real(path)
+
+    monkeypatch.setattr(checksums, "sha256_or_none", slow)
+    yield release
+    release.set()
+
+
+def _search_in_thread(mem: object, query: str) -> list[object]:
+    out: list[object] = []
+    worker = threading.Thread(target=lambda: out.extend(mem.search(query, tenant=TENANT, k=3)))  # type: ignore[attr-defined]
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "search waited for the background checksums"
+    return out
+
+
+def test_search_answers_while_the_versions_file_is_still_being_checked(
+    store: Path, encoder: Encoder, held_versions_check: threading.Event
+) -> None:
+    line = BATCHES[1][0]["content"]  # batch 1 is in the newest snapshot
+    with open_store(store, encoder, read_only=True) as mem:
+        hits = _search_in_thread(mem, line)
+        assert hits and hits[0].note.content == line  # type: ignore[attr-defined]
+        held_versions_check.set()
+        assert problems(mem) == [] and batches_present(mem) == ALL
+
+
+def test_the_first_call_that_is_not_a_search_finds_the_damage_and_falls_back(
+    store: Path, encoder: Encoder, held_versions_check: threading.Event
+) -> None:
+    flip(folder(store) / NEWEST / "versions.arrow", 0.9, 2)
+    line = BATCHES[2][0]["content"]  # batch 2 is only in the log
+    with open_store(store, encoder, read_only=True) as mem:
+        hits = _search_in_thread(mem, line)  # the newest snapshot and the log, which are whole
+        assert hits and hits[0].note.content == line  # type: ignore[attr-defined]
+        held_versions_check.set()
+        assert batches_present(mem) == ALL  # snap-1 and the log now
+        [problem] = problems(mem)
+    assert NEWEST in problem and "versions.arrow: checksum mismatch" in problem and "falling back" in problem
+
+
+def test_a_writer_that_only_searched_heals_the_damage_when_it_closes(store: Path, encoder: Encoder) -> None:
+    flip(folder(store) / NEWEST / "notes.parquet")
+    with open_store(store, encoder) as mem:
+        assert mem.search(BATCHES[0][0]["content"], tenant=TENANT, k=1)
+    with open_store(store, encoder) as mem:  # the close checked, fell back and wrote a whole snapshot
+        assert batches_present(mem) == ALL and problems(mem) == []

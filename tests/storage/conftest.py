@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,11 @@ def victim_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = store / "tenants" / TENANT
     assert sorted(p.name for p in folder.glob("snap-*")) == ["snap-000000000001", "snap-000000000002"]
     return store
+
+
+@pytest.fixture
+def victim(victim_template: Path, tmp_path: Path) -> Path:
+    """A copy of the template to harm."""
+    copy = tmp_path / "store"
+    shutil.copytree(victim_template, copy)
+    return copy

@@ -7,7 +7,6 @@ and 2): the newest state is only in the log, and the previous snapshot is the fa
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from bench.synthetic import chat
@@ -58,10 +57,3 @@ def flip(path: Path, at: float = 0.5, count: int = 8) -> None:
 
 def truncate(path: Path, keep: float = 0.5) -> None:
     path.write_bytes(path.read_bytes()[: int(path.stat().st_size * keep)])
-
-
-def copy_store(template: Path, tmp_path: Path) -> Path:
-    """A copy of the template store to harm (conftest.py's `victim_template`)."""
-    copy = tmp_path / "store"
-    shutil.copytree(template, copy)
-    return copy

@@ -27,7 +27,6 @@ from tests.storage.damaged import (
     NEWEST,
     TENANT,
     batches_present,
-    copy_store,
     flip,
     folder,
     open_store,
@@ -37,13 +36,8 @@ from tests.storage.damaged import (
 )
 
 
-@pytest.fixture
-def store(victim_template: Path, tmp_path: Path) -> Path:
-    return copy_store(victim_template, tmp_path)
-
-
-def test_the_template_opens_whole_with_no_problems(store: Path, encoder: Encoder) -> None:
-    with open_store(store, encoder) as mem:
+def test_the_template_opens_whole_with_no_problems(victim: Path, encoder: Encoder) -> None:
+    with open_store(victim, encoder) as mem:
         assert batches_present(mem) == ALL
         assert problems(mem) == []
         assert mem.stats()["tenants"][TENANT]["indexed"] == len(mem.notes(TENANT))
@@ -68,11 +62,11 @@ SNAPSHOT_DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
 
 @pytest.mark.parametrize("damage", SNAPSHOT_DAMAGE, ids=list(SNAPSHOT_DAMAGE))
 def test_a_damaged_newest_snapshot_falls_back_to_the_previous_one_and_the_log(
-    store: Path, encoder: Encoder, caplog: pytest.LogCaptureFixture, damage: str
+    victim: Path, encoder: Encoder, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
     harm, expected = SNAPSHOT_DAMAGE[damage]
-    harm(folder(store) / NEWEST)
-    with caplog.at_level(logging.WARNING), open_store(store, encoder, read_only=True) as mem:
+    harm(folder(victim) / NEWEST)
+    with caplog.at_level(logging.WARNING), open_store(victim, encoder, read_only=True) as mem:
         assert batches_present(mem) == ALL  # snap-1 + log records 2 and 3
         [problem] = problems(mem)
     assert NEWEST in problem and expected in problem and "falling back to an older snapshot" in problem
@@ -80,21 +74,21 @@ def test_a_damaged_newest_snapshot_falls_back_to_the_previous_one_and_the_log(
 
 
 def test_after_a_fallback_the_writer_carries_on_and_the_next_open_is_clean(
-    store: Path, encoder: Encoder
+    victim: Path, encoder: Encoder
 ) -> None:
-    flip(folder(store) / NEWEST / "notes.parquet")
+    flip(folder(victim) / NEWEST / "notes.parquet")
     extra = {"content": "A brand new line written after the damage.", "source_id": "after-damage"}
-    with open_store(store, encoder) as mem:
+    with open_store(victim, encoder) as mem:
         mem.add_many([extra], tenant=TENANT)
-    with open_store(store, encoder) as mem:
+    with open_store(victim, encoder) as mem:
         assert batches_present(mem) == ALL and "after-damage" in sources(mem)
         assert problems(mem) == []
 
 
-def test_a_truncated_log_tail_drops_only_the_cut_record(store: Path, encoder: Encoder) -> None:
-    wal = folder(store) / "wal.log"
+def test_a_truncated_log_tail_drops_only_the_cut_record(victim: Path, encoder: Encoder) -> None:
+    wal = folder(victim) / "wal.log"
     wal.write_bytes(wal.read_bytes()[:-10])
-    with open_store(store, encoder, read_only=True) as mem:
+    with open_store(victim, encoder, read_only=True) as mem:
         assert batches_present(mem) == {0, 1}  # record 3 (batch 2) was cut
         [problem] = problems(mem)
     assert "wal.log" in problem and "torn tail" in problem
@@ -106,16 +100,16 @@ def test_a_truncated_log_tail_drops_only_the_cut_record(store: Path, encoder: En
     ids=["zeros", "random", "frame-marker"],
 )
 def test_garbage_after_the_log_is_a_torn_tail_and_loses_nothing(
-    store: Path, encoder: Encoder, garbage: bytes
+    victim: Path, encoder: Encoder, garbage: bytes
 ) -> None:
-    wal = folder(store) / "wal.log"
+    wal = folder(victim) / "wal.log"
     wal.write_bytes(wal.read_bytes() + garbage)
-    with open_store(store, encoder) as mem:
+    with open_store(victim, encoder) as mem:
         assert batches_present(mem) == ALL
         [problem] = problems(mem)
         assert "torn tail" in problem
         mem.add_many([{"content": "Written over the trimmed tail.", "source_id": "over-tail"}], tenant=TENANT)
-    with open_store(store, encoder) as mem:
+    with open_store(victim, encoder) as mem:
         assert batches_present(mem) == ALL and "over-tail" in sources(mem)
         assert problems(mem) == []
 
@@ -136,20 +130,20 @@ def _damage_record(wal: Path, index: int) -> None:
     wal.write_bytes(bytes(data))
 
 
-def test_damage_to_the_last_record_is_a_torn_tail(store: Path, encoder: Encoder) -> None:
-    _damage_record(folder(store) / "wal.log", 1)
-    with open_store(store, encoder, read_only=True) as mem:
+def test_damage_to_the_last_record_is_a_torn_tail(victim: Path, encoder: Encoder) -> None:
+    _damage_record(folder(victim) / "wal.log", 1)
+    with open_store(victim, encoder, read_only=True) as mem:
         assert batches_present(mem) == {0, 1}
         [problem] = problems(mem)
     assert "torn tail" in problem and "offset" in problem
 
 
 def test_damage_before_the_last_record_is_corruption_and_replay_stops_there(
-    store: Path, encoder: Encoder
+    victim: Path, encoder: Encoder
 ) -> None:
-    flip(folder(store) / NEWEST / "notes.parquet")  # fall back to snap-1, which needs records 2 and 3
-    _damage_record(folder(store) / "wal.log", 0)
-    with open_store(store, encoder, read_only=True) as mem:
+    flip(folder(victim) / NEWEST / "notes.parquet")  # fall back to snap-1, which needs records 2 and 3
+    _damage_record(folder(victim) / "wal.log", 0)
+    with open_store(victim, encoder, read_only=True) as mem:
         assert batches_present(mem) == {0}  # snap-1 only: the log is unusable from record 2 on
         snapshot_problem, log_problem = problems(mem)
     assert NEWEST in snapshot_problem
@@ -157,17 +151,17 @@ def test_damage_before_the_last_record_is_corruption_and_replay_stops_there(
 
 
 def test_a_writer_opens_a_log_damaged_below_its_snapshot_and_salvages_it(
-    store: Path, encoder: Encoder
+    victim: Path, encoder: Encoder
 ) -> None:
-    wal = folder(store) / "wal.log"
+    wal = folder(victim) / "wal.log"
     _damage_record(wal, 0)  # record 2: snap-2 holds it already
-    with open_store(store, encoder) as mem:
+    with open_store(victim, encoder) as mem:
         assert batches_present(mem) >= {0, 1}
         [problem] = problems(mem)
         assert "corruption" in problem
         mem.add_many([{"content": "Written after the salvage.", "source_id": "after-salvage"}], tenant=TENANT)
     assert len(list(wal.parent.glob("wal.log.corrupt-*"))) == 1  # the damaged log is kept aside
-    with open_store(store, encoder) as mem:
+    with open_store(victim, encoder) as mem:
         assert "after-salvage" in sources(mem) and problems(mem) == []
 
 
@@ -176,38 +170,38 @@ def test_a_writer_opens_a_log_damaged_below_its_snapshot_and_salvages_it(
     reason="proposal (engine/walformat.py Scan): replay(after_seq) stops at the "
     "first damage even when every damaged record is <= after_seq, dropping intact later ones",
 )
-def test_an_intact_record_after_damage_the_snapshot_covers_is_kept(store: Path, encoder: Encoder) -> None:
-    _damage_record(folder(store) / "wal.log", 0)
-    with open_store(store, encoder, read_only=True) as mem:
+def test_an_intact_record_after_damage_the_snapshot_covers_is_kept(victim: Path, encoder: Encoder) -> None:
+    _damage_record(folder(victim) / "wal.log", 0)
+    with open_store(victim, encoder, read_only=True) as mem:
         assert batches_present(mem) == ALL
 
 
-def test_a_damaged_log_header_still_opens_on_the_snapshot(store: Path, encoder: Encoder) -> None:
-    wal = folder(store) / "wal.log"
+def test_a_damaged_log_header_still_opens_on_the_snapshot(victim: Path, encoder: Encoder) -> None:
+    wal = folder(victim) / "wal.log"
     data = bytearray(wal.read_bytes())
     data[3] ^= 0xFF
     wal.write_bytes(bytes(data))
-    with open_store(store, encoder, read_only=True) as mem:
+    with open_store(victim, encoder, read_only=True) as mem:
         assert batches_present(mem) == {0, 1}
         assert any("header" in p for p in problems(mem))
 
 
 def test_every_snapshot_damaged_is_reported_and_the_gap_is_logged(
-    store: Path, encoder: Encoder, caplog: pytest.LogCaptureFixture
+    victim: Path, encoder: Encoder, caplog: pytest.LogCaptureFixture
 ) -> None:
     for snap in ("snap-000000000001", NEWEST):
-        flip(folder(store) / snap / "notes.parquet")
-    with caplog.at_level(logging.WARNING), open_store(store, encoder, read_only=True) as mem:
+        flip(folder(victim) / snap / "notes.parquet")
+    with caplog.at_level(logging.WARNING), open_store(victim, encoder, read_only=True) as mem:
         mem.notes(TENANT)
         found = problems(mem)
     assert sum("falling back" in p for p in found) == 2 and any("missing" in p for p in found)
     assert any("1..1 were truncated away" in r.getMessage() for r in caplog.records)
 
 
-def test_every_snapshot_damaged_puts_the_missing_records_in_problems(store: Path, encoder: Encoder) -> None:
+def test_every_snapshot_damaged_puts_the_missing_records_in_problems(victim: Path, encoder: Encoder) -> None:
     for snap in ("snap-000000000001", NEWEST):
-        flip(folder(store) / snap / "notes.parquet")
-    with open_store(store, encoder, read_only=True) as mem:
+        flip(folder(victim) / snap / "notes.parquet")
+    with open_store(victim, encoder, read_only=True) as mem:
         mem.notes(TENANT)
         assert any("truncated away" in p or "missing" in p for p in problems(mem))
 
@@ -243,17 +237,17 @@ LEGACY_DETECTABLE = [name for name in META_DAMAGE if name not in ("dim changed",
     ids=[*META_DAMAGE, *(f"legacy {d}" for d in LEGACY_DETECTABLE)],
 )
 def test_damaged_snapshot_metadata_falls_back_instead_of_failing_or_losing_records(
-    store: Path, encoder: Encoder, damage: str, legacy: bool
+    victim: Path, encoder: Encoder, damage: str, legacy: bool
 ) -> None:
-    META_DAMAGE[damage](folder(store) / NEWEST, legacy)
-    with open_store(store, encoder, read_only=True) as mem:
+    META_DAMAGE[damage](folder(victim) / NEWEST, legacy)
+    with open_store(victim, encoder, read_only=True) as mem:
         assert batches_present(mem) == ALL  # snap-1 + log records 2 and 3
         [problem] = problems(mem)
     assert f"{NEWEST}/meta.json" in problem and "falling back" in problem
 
 
-def test_metadata_has_a_checksum_of_its_own(store: Path) -> None:
-    meta = json.loads((folder(store) / NEWEST / "meta.json").read_text())
+def test_metadata_has_a_checksum_of_its_own(victim: Path) -> None:
+    meta = json.loads((folder(victim) / NEWEST / "meta.json").read_text())
     assert len(meta["meta_sha256"]) == 64 and meta["seq"] == 2
 
 
@@ -265,42 +259,42 @@ def _tree_digest(root: Path) -> dict[str, str]:
     }
 
 
-def test_a_second_writer_gets_store_locked_naming_the_holder(store: Path, encoder: Encoder) -> None:
-    with open_store(store, encoder), pytest.raises(StoreLocked) as err:
-        open_store(store, encoder)  # the store-level lock: refused at open, before any tenant is touched
+def test_a_second_writer_gets_store_locked_naming_the_holder(victim: Path, encoder: Encoder) -> None:
+    with open_store(victim, encoder), pytest.raises(StoreLocked) as err:
+        open_store(victim, encoder)  # the victim-level lock: refused at open, before any tenant is touched
     message = str(err.value)
-    assert str(store / "LOCK") in message and f"process {os.getpid()}" in message
+    assert str(victim / "LOCK") in message and f"process {os.getpid()}" in message
     assert "only one writer" in message
 
 
-def test_without_the_store_lock_the_tenant_lock_still_guards(store: Path, encoder: Encoder) -> None:
-    shard = Config.of(store_lock=False)  # how Ray ingest shards open the store (their driver holds LOCK)
-    with Memory(store, shard, encoder=encoder) as writer:
+def test_without_the_store_lock_the_tenant_lock_still_guards(victim: Path, encoder: Encoder) -> None:
+    shard = Config.of(store_lock=False)  # how Ray ingest shards open the victim (their driver holds LOCK)
+    with Memory(victim, shard, encoder=encoder) as writer:
         writer.notes(TENANT)  # the writer holds the tenant's lock from its first touch
-        other = Memory(store, shard, encoder=encoder)
+        other = Memory(victim, shard, encoder=encoder)
         with pytest.raises(StoreLocked) as err:
             other.add("A second writer must not get in.", tenant=TENANT)
         other.close()
-    assert str(folder(store) / "LOCK") in str(err.value)
+    assert str(folder(victim) / "LOCK") in str(err.value)
 
 
 def test_a_reader_opens_while_the_writer_holds_the_lock_and_sees_what_was_committed(
-    store: Path, encoder: Encoder
+    victim: Path, encoder: Encoder
 ) -> None:
-    with open_store(store, encoder) as writer:
+    with open_store(victim, encoder) as writer:
         writer.add_many(
             [{"content": "Committed while the reader is away.", "source_id": "live-1"}], tenant=TENANT
         )
-        before = _tree_digest(store)
-        with open_store(store, encoder, read_only=True) as reader:
+        before = _tree_digest(victim)
+        with open_store(victim, encoder, read_only=True) as reader:
             assert batches_present(reader) == ALL
             assert "live-1" in sources(reader)
             assert reader.search("reader is away", tenant=TENANT, k=3)[0].note.source_ids == ["live-1"]
             with pytest.raises(ReadOnlyStore):
                 reader.add("Readers cannot write.", tenant=TENANT)
-        assert _tree_digest(store) == before  # the reader changed no file
+        assert _tree_digest(victim) == before  # the reader changed no file
         writer.add_many(
             [{"content": "Committed after the first reader left.", "source_id": "live-2"}], tenant=TENANT
         )
-        with open_store(store, encoder, read_only=True) as reader:
+        with open_store(victim, encoder, read_only=True) as reader:
             assert {"live-1", "live-2"} <= sources(reader)

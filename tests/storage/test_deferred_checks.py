@@ -22,17 +22,11 @@ from tests.storage.damaged import (
     NEWEST,
     TENANT,
     batches_present,
-    copy_store,
     flip,
     folder,
     open_store,
     problems,
 )
-
-
-@pytest.fixture
-def store(victim_template: Path, tmp_path: Path) -> Path:
-    return copy_store(victim_template, tmp_path)
 
 
 @pytest.fixture
@@ -60,10 +54,10 @@ def _search_in_thread(mem: object, query: str) -> list[object]:
 
 
 def test_search_answers_while_the_versions_file_is_still_being_checked(
-    store: Path, encoder: Encoder, held_versions_check: threading.Event
+    victim: Path, encoder: Encoder, held_versions_check: threading.Event
 ) -> None:
     line = BATCHES[1][0]["content"]  # batch 1 is in the newest snapshot
-    with open_store(store, encoder, read_only=True) as mem:
+    with open_store(victim, encoder, read_only=True) as mem:
         hits = _search_in_thread(mem, line)
         assert hits and hits[0].note.content == line  # type: ignore[attr-defined]
         held_versions_check.set()
@@ -71,11 +65,11 @@ def test_search_answers_while_the_versions_file_is_still_being_checked(
 
 
 def test_the_first_call_that_is_not_a_search_finds_the_damage_and_falls_back(
-    store: Path, encoder: Encoder, held_versions_check: threading.Event
+    victim: Path, encoder: Encoder, held_versions_check: threading.Event
 ) -> None:
-    flip(folder(store) / NEWEST / "versions.arrow", 0.9, 2)
+    flip(folder(victim) / NEWEST / "versions.arrow", 0.9, 2)
     line = BATCHES[2][0]["content"]  # batch 2 is only in the log
-    with open_store(store, encoder, read_only=True) as mem:
+    with open_store(victim, encoder, read_only=True) as mem:
         hits = _search_in_thread(mem, line)  # the newest snapshot and the log, which are whole
         assert hits and hits[0].note.content == line  # type: ignore[attr-defined]
         held_versions_check.set()
@@ -84,9 +78,9 @@ def test_the_first_call_that_is_not_a_search_finds_the_damage_and_falls_back(
     assert NEWEST in problem and "versions.arrow: checksum mismatch" in problem and "falling back" in problem
 
 
-def test_a_writer_that_only_searched_heals_the_damage_when_it_closes(store: Path, encoder: Encoder) -> None:
-    flip(folder(store) / NEWEST / "notes.parquet")
-    with open_store(store, encoder) as mem:
+def test_a_writer_that_only_searched_heals_the_damage_when_it_closes(victim: Path, encoder: Encoder) -> None:
+    flip(folder(victim) / NEWEST / "notes.parquet")
+    with open_store(victim, encoder) as mem:
         assert mem.search(BATCHES[0][0]["content"], tenant=TENANT, k=1)
-    with open_store(store, encoder) as mem:  # the close checked, fell back and wrote a whole snapshot
+    with open_store(victim, encoder) as mem:  # the close checked, fell back and wrote a whole snapshot
         assert batches_present(mem) == ALL and problems(mem) == []

@@ -156,13 +156,12 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str, defer: bool = Fals
     files = {path / name: digest for name, digest in meta["sha256"].items()}
     try:
         num_notes = pq.ParquetFile(path / "notes.parquet").metadata.num_rows
-        versions = _read_versions(path)
+        old_versions = None if _versions_name(path) == VERSIONS else pq.read_table(path / _OLD_VERSIONS)
     except (OSError, pa.ArrowException) as exc:
         raise CorruptStore(
             Pending(files).error() or f"{path}: unreadable Parquet or Arrow file ({exc})"
         ) from exc
-    rows = {"notes.parquet": num_notes, _versions_name(path): versions.num_rows}
-    if any(meta["rows"].get(name) != count for name, count in rows.items()):
+    if meta["rows"].get("notes.parquet") != num_notes:
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
     # a loaded index keeps every note's slot; its state file then brings the notes without decoding them
     adopted = load_index(path / INDEX_FILE, tm, int(meta["seq"]), num_notes)
@@ -176,29 +175,17 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str, defer: bool = Fals
         tm.apply(changes_from_table(notes, tm.index.dim), index_text=False)
         ids = notes.column("id").to_pylist()
     tm.adopt_lexical(read_lexical(path, meta, tm, adopted, ids))
-    _load_versions(path, tm, versions, sums)
+    if old_versions is None:
+        tm.history.load(path / VERSIONS)  # mapped on its first read; its checksum vouches for its rows
+    elif meta["rows"].get(_OLD_VERSIONS) == old_versions.num_rows:
+        tm.history.load_table(old_versions)
+    else:
+        raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the versions file")
     return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta, pending=sums if fast and defer else None)
-
-
-def _load_versions(path: Path, tm: TenantMemory, versions: pa.Table, sums: Pending) -> None:
-    try:
-        if _versions_name(path) == VERSIONS:
-            tm.history.load(path / VERSIONS)
-        else:
-            tm.history.load_table(versions)
-    except (OSError, ValueError, IndexError, pa.ArrowException) as exc:  # a damaged file not yet checked
-        raise CorruptStore(sums.error() or f"{path / VERSIONS}: unreadable versions ({exc})") from exc
 
 
 def _versions_name(path: Path) -> str:
     return VERSIONS if (path / VERSIONS).exists() or not (path / _OLD_VERSIONS).exists() else _OLD_VERSIONS
-
-
-def _read_versions(path: Path) -> pa.Table:
-    """The versions table (memory-mapped: only its row count is read here)."""
-    if _versions_name(path) == VERSIONS:
-        return pa.ipc.open_file(pa.memory_map(str(path / VERSIONS))).read_all()
-    return pq.read_table(path / _OLD_VERSIONS)
 
 
 def _read_notes(path: Path) -> pa.Table:

@@ -104,7 +104,8 @@ def reopen_time(path: Path, tenant: str, pythonpath: str) -> float:
         f"m.search('repaired a rusty bicycle', tenant={tenant!r}, k=10); print(time.perf_counter()-t)"
     )
     env = dict(os.environ, PYTHONPATH=pythonpath)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    # cwd "/": with `-c` the working folder comes first on sys.path, and the engine must be PYTHONPATH's
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd="/")
     if out.returncode:
         raise RuntimeError(out.stderr[-2000:])
     return float(out.stdout.strip().splitlines()[-1])

@@ -2,7 +2,7 @@
 
     python -m bench.scale [--sizes 10000,100000,1000000] [--tenants 10000 --per-tenant 100]
                           [--baseline /work/main --baseline-sizes 10000] [--store DIR]
-    python -m bench.scale --store DIR --remeasure --sizes 1000000   # search again on a kept tenant
+    python -m bench.scale --store DIR --remeasure --sizes 1000000 [--baseline DIR]  # search a kept tenant
 
 One tenant is grown with `Memory.add_many` (batches of 1,000, the API's limit; chat lines from
 bench/synthetic.py; embedded defaults) in a persistent store. At each size: ingest rate of the last
@@ -267,7 +267,9 @@ def main() -> None:
         ap.error("--remeasure reads the tenant kept in --store")
     here = HERE.parent.parent
     rows = run_engine("this", here, args.sizes, args.tenants, args.per_tenant, args.store, args.remeasure)
-    if args.baseline:
+    if args.baseline and args.remeasure:  # the same kept tenant, searched by the baseline's engine
+        rows += run_engine("baseline", args.baseline, args.sizes, 0, args.per_tenant, args.store, True)
+    elif args.baseline:
         rows += run_engine(
             "baseline", args.baseline, args.baseline_sizes, args.baseline_tenants, args.per_tenant
         )

@@ -10,6 +10,14 @@ Writes are buffered and applied in one commit before the next read (or once 16,3
 write-only bulk ingest would otherwise hold every document in RAM), so a batch of notes costs at most one
 tantivy commit. The writer exists only during that commit: a tenant at rest holds no writer threads.
 With a `path` the index lives on disk (a derived index saved beside a snapshot); else in RAM.
+
+Common terms (Lucene's CommonTermsQuery, Elasticsearch's `cutoff_frequency`): in a big index a term held
+by more than COMMON of the documents costs a walk over its whole posting list (a chat word at 1M notes:
+~300k postings) and adds little BM25 (IDF ~1.4 at 25%). `matches` lets such a term score only documents
+that hold a rarer query term; when every term is common, documents holding the two rarest. A hit's score
+is the full BM25 either way; what goes is documents matching only common terms, which rank last. Block-max
+WAND does not save the walk here: recall reads the best 1,024, not 10, and common terms' blocks all look
+alike. Measured on bench/scale.py's 1M tenant (docs/scale.md, round 7).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import tantivy
+from tantivy import Occur
 
 from engine.text import terms
 
@@ -36,6 +45,10 @@ SCORED = 1024
 """Matches `matches` reads by slot (see there). Reading a hit into Python is most of a lexical search's
 cost: 1,024 take 2.4 ms, 4,096 took 5.2 ms at 100k notes. Recall's candidates are the best 50, and a
 conversation (LoCoMo: under 1,000 turns) is read whole either way."""
+COMMON = 0.05
+"""Share of the documents past which a query term is common (see the module docstring)."""
+PRUNE_FROM = 50_000
+"""Documents from which `matches` prunes common terms; a smaller index is searched exactly."""
 
 
 def _schema() -> tantivy.Schema:
@@ -119,9 +132,9 @@ class LexicalIndex:
         text = self._text_query(query)
         if text is None or depth <= 0:
             return _empty()
-        parts = [(tantivy.Occur.Must, text)]
+        parts = [(Occur.Must, text)]
         if not any_time:
-            parts.extend((tantivy.Occur.Must, _filter(q)) for q in self._validity(as_of))
+            parts.extend((Occur.Must, _filter(q)) for q in self._validity(as_of))
         return self._run(tantivy.Query.boolean_query(parts), depth)
 
     def matches(self, query: str, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -129,11 +142,42 @@ class LexicalIndex:
         (pseudo-relevance feedback, session neighbours, second round) read scores by slot, a slot not
         among them as 0. Exact on a tenant with fewer matches; past that a slot below the limit-th best
         reads 0 instead of a score too small to move it, and a search no longer collects every match
-        (~all notes for a common word at 1M notes)."""
+        (~all notes for a common word at 1M notes). From PRUNE_FROM documents, common terms only score
+        documents that hold a rarer one (module docstring), so a document matching only those reads 0."""
         text = self._text_query(query)
         if text is None:
             return _empty()
-        return self._run(text, min(SCORED if limit is None else limit, self._count))
+        limit = min(SCORED if limit is None else limit, self._count)
+        if self._count < PRUNE_FROM:
+            return self._run(text, limit)
+        pruned = self._pruned(query)
+        for i, query_ in enumerate(pruned):
+            found = self._run(query_, limit)
+            if i == len(pruned) - 1 or len(found[0]) >= limit:
+                return found
+        return self._run(text, limit)  # no common term
+
+    def _pruned(self, query: str) -> list[tantivy.Query]:
+        """The queries `matches` tries in turn, common terms made optional (none: no term is common).
+        Every term common: first the two rarest required, then (too few hits) the rarest."""
+        searcher = self._index.searcher()
+        freq = {w: searcher.doc_freq(FIELD, w) for w in set(terms(query))}
+        words = sorted((w for w in freq if freq[w]), key=lambda w: (freq[w], w))  # unknown words match nothing
+        rare = [w for w in words if freq[w] <= COMMON * self._count]
+        if len(rare) == len(words) or len(words) == 1:
+            return []
+        if rare:
+            return [self._required(rare, words, Occur.Should)]
+        return [self._required(words[:2], words, Occur.Must), self._required(words[:1], words, Occur.Must)]
+
+    def _required(self, need: list[str], words: list[str], occur: Occur) -> tantivy.Query:
+        """Documents matching `need` (each with Must, any with Should), scored by every word."""
+        need_q = tantivy.Query.boolean_query([(occur, self._term(w)) for w in need])
+        rest = [(Occur.Should, self._term(w)) for w in words if w not in need]
+        return tantivy.Query.boolean_query([(Occur.Must, need_q), *rest])
+
+    def _term(self, word: str) -> tantivy.Query:
+        return tantivy.Query.term_query(self.schema, FIELD, word)
 
     def doc_freq(self, term: str) -> int:
         """Documents holding `term` (an analysed term, as `engine.text.terms` gives it)."""
@@ -148,10 +192,10 @@ class LexicalIndex:
             return out
         # A disjunction of slot terms: several times faster than a term-set query here.
         only = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "slot", int(s))) for s in slots]
+            [(Occur.Should, tantivy.Query.term_query(self.schema, "slot", int(s))) for s in slots]
         )
         query_ = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Must, text), (tantivy.Occur.Must, _filter(only))]
+            [(Occur.Must, text), (Occur.Must, _filter(only))]
         )
         found, scores = self._run(query_, len(slots))
         where = {int(s): i for i, s in enumerate(slots)}
@@ -166,7 +210,7 @@ class LexicalIndex:
         if self._last is None or self._last[0] != query:  # a search asks twice: top, then scores_of
             words = sorted(set(terms(query)))
             built = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, FIELD, w)) for w in words]
+                [(Occur.Should, self._term(w)) for w in words]
             )
             self._last = (query, built if words else None)
         return self._last[1]

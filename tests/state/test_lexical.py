@@ -102,3 +102,56 @@ def test_a_write_only_ingest_commits_once_the_buffer_is_full(monkeypatch) -> Non
         index.upsert(slot, f"note {slot} about kites", 0.0, float("inf"))
     assert len(index._adds) < 5  # committed twice on the way, never holding all twelve
     assert len(index) == 12 and sorted(index.matches("kites")[0].tolist()) == list(range(12))
+
+
+# --- common terms in a big index (lexical.PRUNE_FROM) ---------------------------------------------------
+def _chat_corpus() -> list[str]:
+    """200 turns: 'coffee' in half, 'morning' in a third, 'kayak' in 4, 'museum' in 6 (5% is 10 docs)."""
+    docs = []
+    for i in range(200):
+        words = ["coffee"] * (i % 2 == 0) + ["morning"] * (i % 3 == 0) + ["weather"] * (i % 5 == 0)
+        words += ["kayak"] * (i in (3, 40, 41, 150)) + ["museum"] * (i in (6, 12, 18, 60, 61, 62))
+        docs.append(" ".join(["we", "talked", *words, f"topic{i}"]))
+    return docs
+
+
+@pytest.fixture
+def pruning(monkeypatch):
+    from engine.state import lexical as lexical_mod
+
+    monkeypatch.setattr(lexical_mod, "PRUNE_FROM", 1)
+
+
+def test_common_terms_score_only_documents_holding_a_rarer_one(pruning) -> None:
+    docs = _chat_corpus()
+    query = "coffee in the morning, kayak or museum?"
+    slots, scores = index_of(docs).matches(query)
+    want = brute_bm25(docs, query)
+    assert set(slots.tolist()) == {3, 40, 41, 150, 6, 12, 18, 60, 61, 62}  # not the 130 coffee/morning turns
+    np.testing.assert_allclose(scores, want[slots], rtol=1e-4)  # still the whole query's BM25
+
+
+def test_all_common_terms_require_the_two_rarest_while_they_fill_the_limit(pruning) -> None:
+    docs = _chat_corpus()
+    query = "coffee morning weather"
+    slots, scores = index_of(docs).matches(query, limit=5)
+    want = brute_bm25(docs, query)
+    assert len(slots) == 5 and all(s % 15 == 0 for s in slots.tolist())  # morning and weather: i % 15 == 0
+    np.testing.assert_allclose(scores, want[slots], rtol=1e-4)
+    # 14 turns hold both; past that the rarest alone is required: every 'weather' turn, no plain 'coffee' one
+    slots, scores = index_of(docs).matches(query, limit=30)
+    assert len(slots) == 30 and all(s % 5 == 0 for s in slots.tolist())
+    assert {i for i in range(200) if i % 15 == 0} <= set(slots.tolist())  # they score highest
+    np.testing.assert_allclose(scores, want[slots], rtol=1e-4)
+
+
+def test_unknown_words_do_not_prune_and_a_small_index_is_exact() -> None:
+    docs = _chat_corpus()
+    slots, _ = index_of(docs).matches("coffee morning weather", limit=200)
+    assert len(slots) == 200 - len([i for i in range(200) if i % 2 and i % 3 and i % 5])  # below PRUNE_FROM
+
+
+def test_an_unknown_word_is_not_a_rare_one(pruning) -> None:
+    docs = _chat_corpus()
+    slots, _ = index_of(docs).matches("coffee xylophone")
+    assert sorted(slots.tolist()) == list(range(0, 200, 2))

@@ -162,7 +162,9 @@ class LexicalIndex:
         Every term common: first the two rarest required, then (too few hits) the rarest."""
         searcher = self._index.searcher()
         freq = {w: searcher.doc_freq(FIELD, w) for w in set(terms(query))}
-        words = sorted((w for w in freq if freq[w]), key=lambda w: (freq[w], w))  # unknown words match nothing
+        words = sorted(
+            (w for w in freq if freq[w]), key=lambda w: (freq[w], w)
+        )  # unknown words match nothing
         rare = [w for w in words if freq[w] <= COMMON * self._count]
         if len(rare) == len(words) or len(words) == 1:
             return []
@@ -194,9 +196,7 @@ class LexicalIndex:
         only = tantivy.Query.boolean_query(
             [(Occur.Should, tantivy.Query.term_query(self.schema, "slot", int(s))) for s in slots]
         )
-        query_ = tantivy.Query.boolean_query(
-            [(Occur.Must, text), (Occur.Must, _filter(only))]
-        )
+        query_ = tantivy.Query.boolean_query([(Occur.Must, text), (Occur.Must, _filter(only))])
         found, scores = self._run(query_, len(slots))
         where = {int(s): i for i, s in enumerate(slots)}
         for slot, score in zip(found, scores, strict=True):
@@ -209,9 +209,7 @@ class LexicalIndex:
             return None
         if self._last is None or self._last[0] != query:  # a search asks twice: top, then scores_of
             words = sorted(set(terms(query)))
-            built = tantivy.Query.boolean_query(
-                [(Occur.Should, self._term(w)) for w in words]
-            )
+            built = tantivy.Query.boolean_query([(Occur.Should, self._term(w)) for w in words])
             self._last = (query, built if words else None)
         return self._last[1]
 

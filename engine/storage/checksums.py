@@ -19,11 +19,25 @@ from pathlib import Path
 _BLOCK = 1 << 20
 
 
+_INLINE = 1 << 20
+"""Bytes below which files are hashed on the calling thread (~2 ms at most): starting hash threads cost
+more than hashing a small tenant's snapshot (bench.tenants, docs/scale.md round 7)."""
+
+
 def sha256_all(paths: list[Path]) -> list[str | None]:
     """Digests of the files (None: missing), hashed on threads: hashlib lets go of the GIL, and opening a
     large tenant is mostly reading its snapshot through the hash."""
+    if len(paths) < 2 or sum(_size(p) for p in paths) < _INLINE:
+        return [sha256_or_none(p) for p in paths]
     with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
         return list(pool.map(sha256_or_none, paths))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def sha256_or_none(path: Path) -> str | None:
@@ -54,8 +68,11 @@ class Pending:
 
 def _hash_later(path: Path) -> Future[str | None]:
     """A daemon thread, not an executor's: a process that exits with a check still running must not
-    wait for it (executor threads are joined at exit)."""
+    wait for it (executor threads are joined at exit). A small file is hashed at once (see _INLINE)."""
     digest: Future[str | None] = Future()
+    if _size(path) < _INLINE:
+        digest.set_result(sha256_or_none(path))
+        return digest
 
     def run() -> None:
         try:

@@ -40,6 +40,7 @@ def held_versions_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.E
         return real(path)
 
     monkeypatch.setattr(checksums, "sha256_or_none", slow)
+    monkeypatch.setattr(checksums, "_INLINE", 0)  # this small store's files take a big one's path
     yield release
     release.set()
 

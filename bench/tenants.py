@@ -5,7 +5,8 @@ python -m bench.tenants [--tenants 2000] [--notes 20]
 `search_ms` is a search on a random tenant after the bulk fill. `cold_p50_ms` / `cold_p99_ms`: the
 first search on a tenant that is not open (read from the store: snapshot checked, indexes opened). The
 agent loop is one interaction added to a random tenant and a search on it at once, as an agent's turn
-does. Its latencies are printed with and without the write batch's lexical commit (`TenantMemory.settle`; without it, the search commits).
+does. Its latencies are printed with and without the write batch's lexical commit
+(`TenantMemory.settle`; without it, the search commits).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import math
+import os
 import shutil
 import tempfile
 from operator import itemgetter
@@ -75,9 +76,14 @@ class LexicalIndex:
 
     @classmethod
     def working_copy(cls, source: Path) -> LexicalIndex:
-        """An index opened on a private copy of `source` (a snapshot's files stay as they were written)."""
+        """An index opened on a private copy of `source` (a snapshot's files stay as they were written).
+
+        The copy hard-links the files where it can: tantivy never writes a file in place (segments are
+        written once, meta.json and .managed.json are replaced by rename, deletes go to new files), so
+        a link is as private as a copy, and opening a small tenant no longer writes its index out again
+        (half of its first search; docs/scale.md, round 7). Across file systems it copies."""
         work = tempfile.TemporaryDirectory(prefix="amem-lexical-")
-        shutil.copytree(source, Path(work.name) / "index")
+        shutil.copytree(source, Path(work.name) / "index", copy_function=_link_or_copy)
         index = cls(Path(work.name) / "index")
         index._workdir = work  # removed with the index
         return index
@@ -230,6 +236,13 @@ class LexicalIndex:
         scores = np.fromiter(map(itemgetter(0), hits), dtype=np.float32, count=len(hits))
         slots = searcher.fast_field_values("slot", list(map(itemgetter(1), hits)))
         return np.fromiter(slots, dtype=np.int64, count=len(slots)), scores
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or links not allowed
+        shutil.copy2(src, dst)
 
 
 def _filter(query: tantivy.Query) -> tantivy.Query:

@@ -155,3 +155,27 @@ def test_an_unknown_word_is_not_a_rare_one(pruning) -> None:
     docs = _chat_corpus()
     slots, _ = index_of(docs).matches("coffee xylophone")
     assert sorted(slots.tolist()) == list(range(0, 200, 2))
+
+
+def test_a_working_copy_never_writes_through_to_its_source(tmp_path) -> None:
+    """The copy hard-links the snapshot's files: commits, deletes and merges must leave them as written."""
+    import hashlib
+
+    source = tmp_path / "snap"
+    ix = LexicalIndex(source)
+    for slot, text in enumerate(DOCS * 5):
+        ix.upsert(slot, text, 0.0, np.inf)
+    ix.flush()
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.iterdir() if p.is_file()}
+    work = LexicalIndex.working_copy(source)
+    linked = [p for p in work.path.iterdir() if p.is_file() and p.stat().st_nlink > 1]  # type: ignore[union-attr]
+    assert linked, "expected hard links on one file system"
+    for round_ in range(12):  # enough commits for tantivy to merge segments
+        for slot in range(round_, 20, 3):
+            work.upsert(slot, f"round {round_} kayak trip", 0.0, np.inf)
+        work.remove(19 - round_)
+        work.flush()
+    work._index.writer(15_000_000, 1).garbage_collect_files()
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.iterdir() if p.is_file()}
+    assert after == before
+    assert len(LexicalIndex(source)) == 20 and len(work) < 20

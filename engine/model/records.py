@@ -80,11 +80,15 @@ def version_to_record(v: NoteVersion) -> dict[str, Any]:
 
 def version_from_record(rec: dict[str, Any]) -> NoteVersion:
     emb = decode_vector(rec["embedding"]) if rec.get("embedding") else None
+    return _version(rec, note_from_record(rec["note"]), emb)
+
+
+def _version(rec: dict[str, Any], note: Note, embedding: np.ndarray | None) -> NoteVersion:
     return NoteVersion(
         note_id=rec["note_id"],
         version=int(rec["version"]),
-        note=note_from_record(rec["note"]),
-        embedding=emb,
+        note=note,
+        embedding=embedding,
         stage=rec["stage"],
         cause=rec.get("cause"),
         changed_at=from_epoch(rec["changed_at"]),  # type: ignore[arg-type]
@@ -176,14 +180,11 @@ def _resolve(base: Base | None, note_id: str) -> tuple[Note, np.ndarray | None]:
 def _version_from(rec: dict[str, Any], base: Base | None) -> NoteVersion:
     if rec["note"] != CURRENT and rec.get("embedding") != CURRENT:
         return version_from_record(rec)
-    note, vector = _resolve(base, rec["note_id"])
-    full = {**rec, "embedding": None if rec.get("embedding") == CURRENT else rec.get("embedding")}
-    if rec["note"] == CURRENT:
-        full["note"] = note_to_record(note)
-    version = version_from_record(full)
+    current, vector = _resolve(base, rec["note_id"])  # a copy: the version may keep it
+    note = current if rec["note"] == CURRENT else note_from_record(rec["note"])
     if rec.get("embedding") == CURRENT:
-        version.embedding = None if vector is None else vector.copy()
-    return version
+        return _version(rec, note, None if vector is None else vector.copy())
+    return _version(rec, note, decode_vector(rec["embedding"]) if rec.get("embedding") else None)
 
 
 def _upsert_from(rec: dict[str, Any], base: Base | None) -> tuple[Note, np.ndarray]:

@@ -14,10 +14,11 @@ With a `path` the index lives on disk (a derived index saved beside a snapshot);
 Common terms (Lucene's CommonTermsQuery, Elasticsearch's `cutoff_frequency`): in a big index a term held
 by more than COMMON of the documents costs a walk over its whole posting list (a chat word at 1M notes:
 ~300k postings) and adds little BM25 (IDF ~1.4 at 25%). `matches` lets such a term score only documents
-that hold a rarer query term; when every term is common, documents holding the two rarest. A hit's score
-is the full BM25 either way; what goes is documents matching only common terms, which rank last. Block-max
-WAND does not save the walk here: recall reads the best 1,024, not 10, and common terms' blocks all look
-alike. Measured on bench/scale.py's 1M tenant (docs/scale.md, round 7).
+that hold a rarer query term; when every term is common, documents holding the two rarest (then the
+rarest alone, if those are too few). A hit's score is the full BM25 either way; what goes is documents
+matching only common terms, which rank last. Block-max WAND does not save the walk here: recall reads the
+best 1,024, not 10, and common terms' blocks all look alike. Measured on bench/scale.py's 1M tenant
+(docs/scale.md, round 7).
 """
 
 from __future__ import annotations
@@ -168,9 +169,8 @@ class LexicalIndex:
         Every term common: first the two rarest required, then (too few hits) the rarest."""
         searcher = self._index.searcher()
         freq = {w: searcher.doc_freq(FIELD, w) for w in set(terms(query))}
-        words = sorted(
-            (w for w in freq if freq[w]), key=lambda w: (freq[w], w)
-        )  # unknown words match nothing
+        known = [w for w in freq if freq[w]]  # a word in no document is neither rare nor common
+        words = sorted(known, key=lambda w: (freq[w], w))
         rare = [w for w in words if freq[w] <= COMMON * self._count]
         if len(rare) == len(words) or len(words) == 1:
             return []

@@ -17,8 +17,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 _BLOCK = 1 << 20
-
-
 _INLINE = 1 << 20
 """Bytes below which files are hashed on the calling thread (~2 ms at most): starting hash threads cost
 more than hashing a small tenant's snapshot (bench.tenants, docs/scale.md round 7)."""

@@ -15,14 +15,12 @@ disk and cache.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from bench.common import machine, table, write_json
+from bench.scale import reopen
 
 HERE = Path(__file__).resolve().parents[1]
 
@@ -34,39 +32,6 @@ def drop_page_cache() -> bool:
         return True
     except OSError:
         return False
-
-
-_CHILD = """
-import json, sys, time
-import numpy as np
-from bench.scale import query_texts
-from engine import Memory
-path, tenant, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-started = time.perf_counter()
-mem = Memory(path)
-mem.search("repaired a rusty bicycle", tenant=tenant, k=10)
-out = {"reopen_s": time.perf_counter() - started}
-times = []
-for q in query_texts(n):
-    t = time.perf_counter()
-    mem.search(q, tenant=tenant, k=10)
-    times.append(time.perf_counter() - t)
-if times:
-    out["then_p50_ms"], out["then_p99_ms"] = (float(x) for x in np.percentile(np.array(times) * 1e3, [50, 99]))
-print(json.dumps(out))
-"""
-
-
-def reopen(path: Path, tenant: str, root: Path, queries: int) -> dict[str, float]:
-    """A fresh process with `root`'s engine: reopen to first search, then `queries` searches at once."""
-    env = dict(os.environ, PYTHONPATH=str(root))
-    # cwd "/": with `-c` the working folder comes first on sys.path, and the engine must be PYTHONPATH's
-    cmd = [sys.executable, "-c", _CHILD, str(path), tenant, str(queries)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd="/")
-    if done.returncode:
-        raise RuntimeError(done.stderr[-2000:])
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def main() -> None:
@@ -86,7 +51,8 @@ def main() -> None:
                 if cache == "cold" and not drop_page_cache():
                     continue
                 rows.append(
-                    {"engine": name, "round": round_, "cache": cache} | reopen(path, args.tenant, root, n)
+                    {"engine": name, "round": round_, "cache": cache}
+                    | reopen(path, args.tenant, str(root), n)
                 )
                 print(rows[-1], flush=True)
     print(table(rows, ["engine", "round", "cache", "reopen_s", "then_p50_ms", "then_p99_ms"]))

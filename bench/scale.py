@@ -97,18 +97,39 @@ def query_texts(n: int) -> list[str]:
     return [" ".join(sentence(rng)[1].split()[1:5]) for _ in range(n)]
 
 
-def reopen_time(path: Path, tenant: str, pythonpath: str) -> float:
-    # Timed from after `import engine` (interpreter start-up is not the store's doing); the encoder load is in.
-    code = (
-        f"import time; from engine import Memory; t=time.perf_counter(); m=Memory({str(path)!r}); "
-        f"m.search('repaired a rusty bicycle', tenant={tenant!r}, k=10); print(time.perf_counter()-t)"
-    )
+_REOPEN = """
+import json, sys, time
+import numpy as np
+from bench.scale import query_texts
+from engine import Memory
+path, tenant, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+started = time.perf_counter()
+mem = Memory(path)
+mem.search("repaired a rusty bicycle", tenant=tenant, k=10)
+out = {"reopen_s": time.perf_counter() - started}
+times = []
+for q in query_texts(n):
+    t = time.perf_counter()
+    mem.search(q, tenant=tenant, k=10)
+    times.append(time.perf_counter() - t)
+if times:
+    out["then_p50_ms"], out["then_p99_ms"] = (float(x) for x in np.percentile(np.array(times) * 1e3, [50, 99]))
+print(json.dumps(out))
+"""
+
+
+def reopen(path: Path, tenant: str, pythonpath: str, queries: int = 0) -> dict[str, float]:
+    """A fresh process with PYTHONPATH's engine: reopen to first search (`reopen_s`, timed from after
+    `import engine`: the encoder load is in, interpreter start-up is not), then `queries` searches at once
+    (`then_p50_ms`, `then_p99_ms`)."""
     env = dict(os.environ, PYTHONPATH=pythonpath)
     # cwd "/": with `-c` the working folder comes first on sys.path, and the engine must be PYTHONPATH's
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd="/")
-    if out.returncode:
-        raise RuntimeError(out.stderr[-2000:])
-    return float(out.stdout.strip().splitlines()[-1])
+    cmd = [sys.executable, "-c", _REOPEN, str(path), tenant, str(queries)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd="/")
+    if done.returncode:
+        raise RuntimeError(done.stderr[-2000:])
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def grow(sizes: list[int], path: Path, pythonpath: str) -> list[dict[str, Any]]:
@@ -148,7 +169,7 @@ def measure(mem: Any, path: Path, pythonpath: str, queries: list[str], as_of: An
     row.update({f"search_{k}": v for k, v in latencies(mem, "big", queries).items()})
     row.update({f"as_of_{k}": v for k, v in latencies(mem, "big", queries[:100], as_of).items()})
     mem.close()  # the store lock allows one writer: reopen in a fresh process
-    row["reopen_s"] = reopen_time(path, "big", pythonpath)
+    row["reopen_s"] = reopen(path, "big", pythonpath)["reopen_s"]
     return row
 
 
@@ -185,7 +206,7 @@ def many(tenants: int, per_tenant: int, path: Path, pythonpath: str) -> dict[str
     row["rss_kb_per_tenant"] = (rss_mb() - base) * 1024 / tenants
     row["resident_tenants"] = len(mem.resident_tenants())
     mem.close()
-    row["reopen_s"] = reopen_time(path, f"t{tenants // 2:05d}", pythonpath)
+    row["reopen_s"] = reopen(path, f"t{tenants // 2:05d}", pythonpath)["reopen_s"]
     print(json.dumps(row), flush=True)
     return row
 

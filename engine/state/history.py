@@ -8,7 +8,8 @@ sorted key index (hash of the note id -> row); a lookup is a binary search per f
 read from the map. Versions made since the last seal are kept as objects until the next seal.
 
 After a snapshot is written, `rebase` maps its versions file and drops the spill files, which is also
-how a purged (deleted) note's versions leave the disk.
+how a purged (deleted) note's versions leave the disk. Spill files go under `scratch` (a stored tenant's
+own scratch folder, on the store's disk) or, without one, the system's temp folder.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def _key(note_id: str, prefix: bool) -> int:
 
 
 class History:
-    def __init__(self) -> None:
+    def __init__(self, scratch: Path | None = None) -> None:
+        self.scratch = scratch
         self._live: defaultdict[str, list[NoteVersion]] = defaultdict(list)
         self._num_live = 0
         self._files: list[_Mapped] = []
@@ -131,7 +133,7 @@ class History:
 
     def _write_spill(self, table: pa.Table) -> _Mapped:
         if self._spill is None:
-            self._spill = tempfile.TemporaryDirectory(prefix="amem-history-")
+            self._spill = tempfile.TemporaryDirectory(prefix="amem-history-", dir=self.scratch)
         path = Path(self._spill.name) / f"chunk-{len(self._files):06d}.arrow"
         write_file(table, path)
         return _Mapped.open(path)

@@ -76,14 +76,15 @@ class LexicalIndex:
         self._last: tuple[str, tantivy.Query | None] | None = None
 
     @classmethod
-    def working_copy(cls, source: Path) -> LexicalIndex:
-        """An index opened on a private copy of `source` (a snapshot's files stay as they were written).
+    def working_copy(cls, source: Path, scratch: Path | None = None) -> LexicalIndex:
+        """An index opened on a private copy of `source` (a snapshot's files stay as they were written),
+        made under `scratch` (else the system's temp folder).
 
         The copy hard-links the files where it can: tantivy never writes a file in place (segments are
         written once, meta.json and .managed.json are replaced by rename, deletes go to new files), so
         a link is as private as a copy, and opening a small tenant no longer writes its index out again
         (half of its first search; docs/scale.md, round 7). Across file systems it copies."""
-        work = tempfile.TemporaryDirectory(prefix="amem-lexical-")
+        work = tempfile.TemporaryDirectory(prefix="amem-lexical-", dir=scratch)
         shutil.copytree(source, Path(work.name) / "index", copy_function=_link_or_copy)
         index = cls(Path(work.name) / "index")
         index._workdir = work  # removed with the index

@@ -9,6 +9,7 @@ source keys are then read from the file, and RAM holds only what changed since (
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -31,9 +32,16 @@ bulk ingest keeps gathering them into fewer, larger commits."""
 
 class TenantMemory:
     def __init__(
-        self, tenant: str, dim: int, use_cuda: bool = False, index_config: IndexConfig | None = None
+        self,
+        tenant: str,
+        dim: int,
+        use_cuda: bool = False,
+        index_config: IndexConfig | None = None,
+        scratch: Path | None = None,
     ) -> None:
         self.tenant = tenant
+        self.scratch = scratch
+        """Where working files go (history spills, the lexical index's working copy); None: system temp."""
         self.use_cuda = use_cuda
         self.index = VectorIndex(dim, use_cuda=use_cuda, config=index_config)
         self.notes = NoteTable(self.index)
@@ -42,7 +50,7 @@ class TenantMemory:
         """Target slot -> slots of the notes linking to it (derived from the links in the records); an
         overlay over `_base_links` (CSR offsets, slots) for the targets changed since it was packed."""
         self._base_links = _NO_LINKS
-        self.history = History()
+        self.history = History(scratch)
         self._sources: dict[int, int] = {}
         """source_key(interaction source id) -> slot (-1: removed), over the packed sorted keys, so
         re-ingesting a log skips what is stored (verified on hit)."""
@@ -58,7 +66,7 @@ class TenantMemory:
 
     def empty_copy(self) -> TenantMemory:
         """A fresh, empty state for the same tenant and index settings."""
-        return TenantMemory(self.tenant, self.index.dim, self.use_cuda, self.index.config)
+        return TenantMemory(self.tenant, self.index.dim, self.use_cuda, self.index.config, self.scratch)
 
     def get(self, note_id: str) -> Note:
         try:

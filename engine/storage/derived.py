@@ -106,7 +106,7 @@ def read_lexical(
             ids is None or any(tm.index.slot_of.get(note_id) != row for row, note_id in enumerate(ids))
         ):
             raise ValueError("slots out of step with the notes")
-        index = LexicalIndex.working_copy(folder)
+        index = LexicalIndex.working_copy(folder, tm.scratch)
         if len(index) != len(tm.notes):
             raise ValueError(f"{len(index)} documents for {len(tm.notes)} notes")
         return index

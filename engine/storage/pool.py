@@ -78,12 +78,13 @@ class TenantPool:
             return t
 
     def _open(self, name: str) -> Tenant:
-        state = TenantMemory(name, self.dim, self.config.use_cuda, self.config.index)
-        storage = None
-        if self.path is not None:
-            storage = TenantStorage(self.path / "tenants", name, self.config, self.encoder_name)
-            storage.load(state)
-        return Tenant(state=state, storage=storage)
+        if self.path is None:
+            return Tenant(state=self._state(name), storage=None)
+        storage = TenantStorage(self.path / "tenants", name, self.config, self.encoder_name)
+        return Tenant(state=storage.load(self._state(name, storage.scratch)), storage=storage)
+
+    def _state(self, name: str, scratch: Path | None = None) -> TenantMemory:
+        return TenantMemory(name, self.dim, self.config.use_cuda, self.config.index, scratch)
 
     def _evict(self) -> None:
         if self.path is None:

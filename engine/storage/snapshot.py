@@ -127,7 +127,7 @@ def _rebase(final: Path, tm: TenantMemory) -> None:
     """Run on the snapshot just written: records from its state file, the lexical index on disk."""
     tm.adopt(packed.read(final / STATE))
     if tm.lexical.path is None:
-        tm.adopt_lexical(LexicalIndex.working_copy(final / LEXICAL))
+        tm.adopt_lexical(LexicalIndex.working_copy(final / LEXICAL, tm.scratch))
 
 
 def prune_snapshots(folder: Path, keep: int = 2) -> None:

@@ -9,6 +9,7 @@ still has a complete fallback (previous snapshot + log).
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from engine.storage.snapshot import prune_snapshots, read_snapshot, snapshots_ne
 from engine.storage.wal import WriteAheadLog
 
 log = logging.getLogger("amem")
+SCRATCH = "scratch"
 
 
 class TenantStorage:
@@ -38,10 +40,15 @@ class TenantStorage:
         self.read_only = config.storage.read_only
         self.problems: list[str] = []
         self._lock: StoreLock | None = None
+        self.scratch: Path | None = None
+        """The writer's working files (history spills, the lexical working copy), on the store's disk:
+        a hard link to a snapshot's files works there, and a tmpfs /tmp holds no GBs of spills in RAM.
+        A reader, which may not write here, uses the system's temp folder."""
         if not self.read_only:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._lock = StoreLock(self.folder / "LOCK")
             self._lock.acquire()
+            self.scratch = _fresh(self.folder / SCRATCH)
         self._wal = self._open_wal() if config.storage.wal and self._writable_or_exists() else None
         self.seq = 0
         self._since_snapshot = 0
@@ -212,6 +219,13 @@ class TenantStorage:
                 self._wal.close()
             if self._lock is not None:
                 self._lock.release()
+
+
+def _fresh(scratch: Path) -> Path:
+    """`scratch` emptied: what is there was left by a writer that died (this one holds the lock)."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    return scratch
 
 
 class StateBase:

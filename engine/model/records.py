@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import datetime
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,27 +42,47 @@ def note_to_record(note: Note) -> dict[str, Any]:
 
 
 def note_from_record(rec: dict[str, Any]) -> Note:
-    times: dict[str, datetime | None] = {name: from_epoch(rec.get(name)) for name in _TIME_FIELDS}
-    return Note(
-        id=rec["id"],
-        tenant=rec["tenant"],
-        content=rec["content"],
-        speaker=rec.get("speaker"),
-        keywords=list(rec.get("keywords") or []),
-        tags=list(rec.get("tags") or []),
-        context=rec.get("context", ""),
-        links=[
-            Link(target=x["target"], reason=x["reason"], created_at=from_epoch(x["created_at"]))  # type: ignore[arg-type]
-            for x in rec.get("links") or []
-        ],
-        metadata=dict(rec.get("metadata") or {}),
-        source_ids=list(rec.get("source_ids") or []),
-        occurrences=[from_epoch(t) for t in rec.get("occurrences") or []],  # type: ignore[misc]
-        annotated_by=rec.get("annotated_by", "embedded"),
-        version=int(rec.get("version", 1)),
-        superseded_by=rec.get("superseded_by"),
-        **times,  # type: ignore[arg-type]
-    )
+    fields = {name: _field(name, rec.get(name, default)) for name, default in _DEFAULTS.items()}
+    return Note(id=rec["id"], tenant=rec["tenant"], content=rec["content"], **fields)
+
+
+def _links(value: list[dict[str, Any]] | None) -> list[Link]:
+    return [
+        Link(target=x["target"], reason=x["reason"], created_at=from_epoch(x["created_at"]))  # type: ignore[arg-type]
+        for x in value or []
+    ]
+
+
+def _listed(value: list[Any] | None) -> list[Any]:
+    return list(value or [])
+
+
+_DEFAULTS: dict[str, Any] = {
+    "speaker": None, "keywords": None, "tags": None, "context": "", "links": None, "metadata": None,
+    "source_ids": None, "occurrences": None, "annotated_by": "embedded", "version": 1, "superseded_by": None,
+    **dict.fromkeys(_TIME_FIELDS),
+}  # fmt: skip
+"""A note record's optional fields and their values when absent."""
+_FROM_RECORD: dict[str, Callable[[Any], Any]] = {
+    "keywords": _listed, "tags": _listed, "source_ids": _listed, "links": _links,
+    "metadata": lambda v: dict(v or {}), "occurrences": lambda v: [from_epoch(t) for t in v or []],
+    "version": int, **dict.fromkeys(_TIME_FIELDS, from_epoch),
+}  # fmt: skip
+"""A record field's value -> the note's (fields not named here are taken as they are)."""
+
+
+def _field(name: str, value: Any) -> Any:
+    convert = _FROM_RECORD.get(name)
+    return value if convert is None else convert(value)
+
+
+def _with_changes(note: Note, changed: dict[str, Any]) -> Note:
+    """`note` (a private copy) with a compact record's changed fields: what `note_from_record` gives for
+    the note's record updated with them, without writing the unchanged fields out and reading them back."""
+    for name, value in changed.items():
+        setattr(note, name, _field(name, value))
+    note.__post_init__()  # the constructor's defaults, as `note_from_record` would apply them
+    return note
 
 
 def version_to_record(v: NoteVersion) -> dict[str, Any]:
@@ -107,7 +127,8 @@ class Base(Protocol):
     that changed. Logging happens before applying and replay applies in log order, so at replay the
     state a record refers to is exactly the state it was written against."""
 
-    def current_note(self, note_id: str) -> Note | None: ...
+    def current_note(self, note_id: str) -> Note | None:
+        """A private copy (replay changes it in place)."""
 
     def current_vector(self, note_id: str) -> np.ndarray | None: ...
 
@@ -190,15 +211,14 @@ def _version_from(rec: dict[str, Any], base: Base | None) -> NoteVersion:
 def _upsert_from(rec: dict[str, Any], base: Base | None) -> tuple[Note, np.ndarray]:
     if "note" in rec:
         return note_from_record(rec["note"]), decode_vector(rec["vector"])
-    note, vector = _resolve(base, rec["id"])
-    full = {**note_to_record(note), **rec["changed"]}
+    note, vector = _resolve(base, rec["id"])  # a copy, changed in place
     if rec["vector"] == CURRENT:
         if vector is None:
             raise CorruptStore(
                 f"a compact log record refers to the vector of {rec['id']!r}, which is missing"
             )
-        return note_from_record(full), vector
-    return note_from_record(full), decode_vector(rec["vector"])
+        return _with_changes(note, rec["changed"]), vector
+    return _with_changes(note, rec["changed"]), decode_vector(rec["vector"])
 
 
 def dumps(obj: Any) -> str:

@@ -78,6 +78,14 @@ class NoteTable(Mapping[str, Note]):
             raise KeyError(note_id)
         return self._decoded(slot, record)  # type: ignore[arg-type]
 
+    def peek(self, note_id: str) -> Note | None:
+        """The note itself, not a copy: for the writer's own reads, which never change it."""
+        slot = self.index.slot_of.get(note_id)
+        record = self.record(slot) if slot is not None else None
+        if record is None:
+            return None
+        return self._decoded(slot, record, copy=False)  # type: ignore[arg-type]
+
     def __contains__(self, note_id: object) -> bool:
         slot = self.index.slot_of.get(note_id) if isinstance(note_id, str) else None
         return slot is not None and self.record(slot) is not None
@@ -94,9 +102,10 @@ class NoteTable(Mapping[str, Note]):
             raise KeyError(slot)
         return self._decoded(slot, record)
 
-    def _decoded(self, slot: int, record: bytes | memoryview) -> Note:
-        """A copy of the note, decoded once while its slot is not written: one write batch reads a
-        neighbour in the pipeline, the log and the apply step (a copy costs a twentieth of a decode).
+    def _decoded(self, slot: int, record: bytes | memoryview, copy: bool = True) -> Note:
+        """The note (a copy, unless `copy` is False), decoded once while its slot is not written: one write
+        batch reads a neighbour in the pipeline, the log and the apply step (a copy costs a twentieth of a
+        decode).
 
         Keyed by slot alone, dropped by every write (`put`, `clear`, `adopt`): comparing records instead
         never matched a snapshot's (a view of Arrow memory is not equal to bytes), so every read of a
@@ -106,7 +115,7 @@ class NoteTable(Mapping[str, Note]):
             if len(self._recent) >= _RECENT and not self._holds:
                 del self._recent[next(iter(self._recent))]
             note = self._recent[slot] = decode(record)
-        return note.copy()
+        return note.copy() if copy else note
 
     @contextmanager
     def holding(self) -> Iterator[None]:
@@ -155,13 +164,17 @@ class NoteTable(Mapping[str, Note]):
     def bump(self) -> None:
         self.generation += 1
 
-    def put(self, slot: int, note: Note) -> None:
+    def put(self, slot: int, note: Note, same_content: bool = False) -> None:
+        """Store `note` at `slot`; `same_content`: the slot's note had this content (an evolved note), so
+        the columns read from the content stand."""
         self._reserve(slot + 1)
         self._held += self._records[slot] is None
         self._records[slot] = encode(note)
         self._recent.pop(slot, None)
         self.timestamp[slot] = note.timestamp.timestamp()
         self.speaker[slot] = self._code(note.speaker)
+        if same_content:
+            return
         self.chars[slot] = len(note.content)
         self.timely[slot] = has_time_expression(note.content)
         self.stance[slot] = stance(note.content)

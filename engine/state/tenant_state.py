@@ -195,14 +195,14 @@ class TenantMemory:
             self.lexical.upsert(slot, lexical_text(self.notes.at(slot)), *self.validity_at(slot))
 
     def _upsert(self, notes: list[Note], vectors: np.ndarray, index_text: bool = True) -> None:
-        olds = {n.id: old for n in notes if (old := self.notes.get(n.id)) is not None}
+        olds = {n.id: old for n in notes if (old := self.notes.peek(n.id)) is not None}
         slots = self.index.upsert([n.id for n in notes], vectors)
         self._grow_validity()
         for note, slot in zip(notes, slots, strict=True):
             old = olds.pop(note.id, None)
             if old is not None:
                 self._unlink(slot, old)
-            self.notes.put(slot, note)
+            self.notes.put(slot, note, same_content=old is not None and old.content == note.content)
             self._link(slot, note)
             if self._latest < 0 or note.timestamp.timestamp() >= self.notes.timestamp[self._latest]:
                 self._latest = slot

@@ -24,6 +24,7 @@ from engine.model.tenant_name import tenant_dir
 from engine.state.tenant_state import TenantMemory
 from engine.storage.checksums import Pending
 from engine.storage.lock import StoreLock
+from engine.storage.replay_progress import ReplayProgress
 from engine.storage.snapshot import prune_snapshots, read_snapshot, snapshots_newest_first, write_snapshot
 from engine.storage.wal import WriteAheadLog
 
@@ -87,10 +88,13 @@ class TenantStorage:
             # strict=False: damage inside the log stops replay at the last whole group (reported), so the
             # tenant opens on its last good state instead of not at all.
             skipped: list[str] = []
+            progress = ReplayProgress(self.tenant, self._wal.last_seq - snap_seq)
             for seq, record in self._wal.replay(after_seq=snap_seq, strict=False):
                 tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
                 self.seq = seq
                 self._since_snapshot += 1
+                progress.step()
+            progress.finish()
             self._report_skipped(skipped)
             if self._wal.last_problem:
                 self._problem(f"{self.folder / 'wal.log'}: {self._wal.last_problem}")

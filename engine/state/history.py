@@ -133,7 +133,9 @@ class History:
 
     def _write_spill(self, table: pa.Table) -> _Mapped:
         if self._spill is None:
-            self._spill = tempfile.TemporaryDirectory(prefix="amem-history-", dir=self.scratch)
+            self._spill = tempfile.TemporaryDirectory(
+                prefix="amem-history-", dir=self.scratch, ignore_cleanup_errors=True
+            )
         path = Path(self._spill.name) / f"chunk-{len(self._files):06d}.arrow"
         write_file(table, path)
         return _Mapped.open(path)

@@ -84,7 +84,7 @@ class LexicalIndex:
         written once, meta.json and .managed.json are replaced by rename, deletes go to new files), so
         a link is as private as a copy, and opening a small tenant no longer writes its index out again
         (half of its first search; docs/scale.md, round 7). Across file systems it copies."""
-        work = tempfile.TemporaryDirectory(prefix="amem-lexical-", dir=scratch)
+        work = tempfile.TemporaryDirectory(prefix="amem-lexical-", dir=scratch, ignore_cleanup_errors=True)
         shutil.copytree(source, Path(work.name) / "index", copy_function=_link_or_copy)
         index = cls(Path(work.name) / "index")
         index._workdir = work  # removed with the index

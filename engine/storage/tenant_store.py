@@ -9,7 +9,6 @@ still has a complete fallback (previous snapshot + log).
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from pathlib import Path
 
@@ -25,11 +24,11 @@ from engine.state.tenant_state import TenantMemory
 from engine.storage.checksums import Pending
 from engine.storage.lock import StoreLock
 from engine.storage.replay_progress import ReplayProgress
+from engine.storage.scratch import Scratch
 from engine.storage.snapshot import prune_snapshots, read_snapshot, snapshots_newest_first, write_snapshot
 from engine.storage.wal import WriteAheadLog
 
 log = logging.getLogger("amem")
-SCRATCH = "scratch"
 
 
 class TenantStorage:
@@ -41,15 +40,11 @@ class TenantStorage:
         self.read_only = config.storage.read_only
         self.problems: list[str] = []
         self._lock: StoreLock | None = None
-        self.scratch: Path | None = None
-        """The writer's working files (history spills, the lexical working copy), on the store's disk:
-        a hard link to a snapshot's files works there, and a tmpfs /tmp holds no GBs of spills in RAM.
-        A reader, which may not write here, uses the system's temp folder."""
         if not self.read_only:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._lock = StoreLock(self.folder / "LOCK")
             self._lock.acquire()
-            self.scratch = _fresh(self.folder / SCRATCH)
+        self._scratch = Scratch(self.folder) if self.folder.exists() else None
         self._wal = self._open_wal() if config.storage.wal and self._writable_or_exists() else None
         self.seq = 0
         self._since_snapshot = 0
@@ -57,6 +52,12 @@ class TenantStorage:
         self._pending: tuple[str, Pending, int] | None = None
         self._damaged: set[str] = set()
         """Snapshots whose background checksums failed: skipped when the tenant is loaded again."""
+
+    @property
+    def scratch(self) -> Path | None:
+        """Where this process's working files for the tenant go (engine/storage/scratch.py); None: the
+        system's temp folder."""
+        return self._scratch.path if self._scratch is not None else None
 
     def _open_wal(self) -> WriteAheadLog | None:
         """The log; one whose header is damaged is reported and set aside (writer) or skipped (reader)."""
@@ -221,15 +222,10 @@ class TenantStorage:
         finally:
             if self._wal is not None:
                 self._wal.close()
+            if self._scratch is not None:
+                self._scratch.close()
             if self._lock is not None:
                 self._lock.release()
-
-
-def _fresh(scratch: Path) -> Path:
-    """`scratch` emptied: what is there was left by a writer that died (this one holds the lock)."""
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir()
-    return scratch
 
 
 class StateBase:

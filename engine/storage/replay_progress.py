@@ -1,7 +1,7 @@
 """Progress of a long log replay, as log lines: how far, how fast, how long left.
 
 A tenant opened after a crash replays every log record since its last snapshot, and on a big tenant
-that is minutes (docs/scale.md: ~1,000 notes a second at 40k notes, slower at 1M), during which the
+that is minutes (`python -m bench.replay`: ~850 notes a second at 60k notes, slower at 1M), during which the
 tenant answers nothing. The opener (a service, a CLI, an agent's process) should be able to tell a
 long replay from a hang. This is a library running inside other programs, so it reports through the
 `amem` logger, not a terminal bar, at WARNING (shown with no logging set up: the tenant is not serving);

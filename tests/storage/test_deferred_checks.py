@@ -8,6 +8,8 @@ before that call goes on.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,3 +87,24 @@ def test_a_writer_that_only_searched_heals_the_damage_when_it_closes(victim: Pat
         assert mem.search(BATCHES[0][0]["content"], tenant=TENANT, k=1)
     with open_store(victim, encoder) as mem:  # the close checked, fell back and wrote a whole snapshot
         assert batches_present(mem) == ALL and problems(mem) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="nice is per thread on Linux only")
+def test_the_background_checks_run_at_the_lowest_priority_and_leave_the_callers_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[int] = []
+    real = checksums.sha256_or_none
+
+    def priority_then_hash(path: Path) -> str | None:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return real(path)
+
+    monkeypatch.setattr(checksums, "sha256_or_none", priority_then_hash)
+    monkeypatch.setattr(checksums, "_INLINE", 0)
+    big = tmp_path / "versions.arrow"
+    big.write_bytes(b"x" * 1000)
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert checksums.Pending({big: real(big) or ""}).error() is None
+    assert seen == [19]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.errors import StoreError, StoreLocked
+from engine.errors import StoreError
 from engine.storage.lock import StoreLock
 
 log = logging.getLogger("amem")
@@ -77,9 +77,7 @@ def _abandoned(folder: Path) -> bool:
     lock = StoreLock(lock_file)
     try:
         lock.acquire()
-    except StoreLocked:
-        return False  # its owner is alive
-    except StoreError:
-        return False  # gone already, or not ours to judge
+    except StoreError:  # StoreLocked: its owner is alive; else gone already, or not ours to judge
+        return False
     lock.release()  # dead owner: removing the folder next is safe (no live process will lock it)
     return True

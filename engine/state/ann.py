@@ -14,6 +14,8 @@ needs a quarter to half of the lists probed for recall@10 >= 0.95, HNSW gets 0.9
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import faiss
@@ -32,6 +34,19 @@ def new_store(kind: str, dim: int, config: IndexConfig) -> faiss.Index:
     hnsw.hnsw.efConstruction = config.ann_ef_construction
     hnsw.hnsw.efSearch = config.ann_ef_search
     return hnsw
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """FAISS on one OpenMP thread in this thread (the setting is per calling thread): a single query
+    over a flat store ran 1.3-6x slower on two threads than on one (waking the second costs more than
+    it saves), ~1.1 ms of a 3.7 ms search on a 10k-note tenant (bench/service.py's in-process figure)."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 def kind_of(store: faiss.Index) -> str:

@@ -13,6 +13,7 @@ machine a torch mirror of the rows on the GPU is searched exactly (engine/state/
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import faiss
@@ -162,16 +163,22 @@ class VectorIndex:
             return [[] for _ in range(len(queries))]
         if self._gpu:
             scores, slots = self._gpu.search(queries, k, allowed)
-        elif self.tier == ann.ANN:
-            scores, slots = self._search_ann(
-                queries, k, allowed, n_allowed, ef or self.config.search_beam(len(self))
-            )
         else:
-            scores, slots = self._search_exact(queries, k, allowed, n_allowed)
+            scores, slots = self._search_cpu(queries, k, allowed, n_allowed, ef)
         return [
             [(int(s), float(c)) for s, c in zip(row_s, row_c, strict=True) if s >= 0]
             for row_s, row_c in zip(slots, scores, strict=True)
         ]
+
+    def _search_cpu(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int, ef: int | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        few = len(queries) < _BLAS_MIN_QUERIES
+        with ann.one_thread() if few else nullcontext():
+            if self.tier == ann.ANN:
+                beam = ef or self.config.search_beam(len(self))
+                return self._search_ann(queries, k, allowed, n_allowed, beam)
+            return self._search_exact(queries, k, allowed, n_allowed)
 
     def _search_exact(
         self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int

@@ -1,7 +1,9 @@
+import faiss
 import numpy as np
 import pytest
 
 from engine.errors import NotFound
+from engine.state import ann
 from engine.state.vector_index import VectorIndex
 
 
@@ -92,3 +94,22 @@ def test_a_mirrored_index_stays_flat_on_the_host_and_grows_batch_by_batch() -> N
     assert [[s for s, _ in h] for h in mirrored.search(q, 10)] == [
         [s for s, _ in h] for h in exact.search(q, 10)
     ]
+
+
+def test_a_single_query_runs_on_one_openmp_thread_and_restores_the_callers_setting() -> None:
+    rng = np.random.default_rng(5)
+    db = _unit(rng, 300, 16)
+    ix = VectorIndex(16)
+    ix.upsert([f"n{i}" for i in range(300)], db)
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(3)
+    try:
+        with ann.one_thread():
+            assert faiss.omp_get_max_threads() == 1
+        hits = ix.search(db[:1], 5)[0]
+        assert hits[0][0] == 0 and faiss.omp_get_max_threads() == 3
+        with pytest.raises(RuntimeError), ann.one_thread():
+            raise RuntimeError("a failing search")
+        assert faiss.omp_get_max_threads() == 3
+    finally:
+        faiss.omp_set_num_threads(before)

@@ -173,3 +173,35 @@ def test_the_search_beam_grows_with_the_tenant_past_its_threshold(monkeypatch: p
         ix.search(db[:2], 5)
         assert beams[-1] == beam
         assert ix.search(db[:1], 5, ef=32) and beams[-1] == 32  # an explicit beam still wins
+
+
+def test_rows_added_in_the_background_are_there_for_the_next_read() -> None:
+    """In the ann tier new rows join the graph on a worker thread; every read waits for them."""
+    db = _clustered(9, 400, 8)
+    ix = _filled(db[:150])
+    assert ix.tier == "ann"
+    for start in range(150, 400, 50):
+        ids = [f"n{i}" for i in range(start, start + 50)] + ["n3"]  # new rows and one re-embedded in place
+        rows = np.concatenate([db[start : start + 50], db[start - 1 : start]])
+        slots = ix.upsert(ids, rows)
+        np.testing.assert_array_equal(ix.vectors(np.array(slots)), rows)
+        top = ix.search(db[start : start + 50], 1, ef=64)
+        assert [hits[0][0] for hits in top] == slots[:50]
+        assert ix.num_slots == start + 50
+    again = _filled(db, SMALL)
+    for q, a, b in zip(db[::37], ix.search(db[::37], 5), again.search(db[::37], 5), strict=True):
+        assert [s for s, _ in a][:1] == [s for s, _ in b][:1] == [int(np.argmax(db @ q))]
+
+
+def test_a_failed_background_add_is_raised_on_every_later_read() -> None:
+    db = _clustered(10, 200, 4)
+    ix = _filled(db[:150])
+
+    def no_memory(rows: np.ndarray) -> None:
+        raise MemoryError("no room for the graph")
+
+    ix._store.add = no_memory  # the insert a full machine would refuse
+    ix.upsert(["late"], db[150:151])
+    for read in (lambda: ix.search(db[:1], 3), lambda: ix.vector("n0"), lambda: ix.upsert(["x"], db[:1])):
+        with pytest.raises(MemoryError, match="no room"):
+            read()

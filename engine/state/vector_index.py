@@ -7,7 +7,8 @@ takes a boolean mask over slots (live, valid now / as of t) and returns (note id
 Tiers (engine/state/ann.py; sizes in Config.index): an exact FAISS IndexFlatIP for small tenants; from
 `ann_min_notes` notes an HNSW graph over the same rows (slot == node id, so slots, ids and masks carry
 over unchanged); back to exact below half of that. A mask is applied inside FAISS (IDSelectorBitmap);
-one allowing at most `ann_exact_max` notes is searched exactly over just those rows. On a CUDA
+one allowing at most `ann_exact_max` notes is searched exactly over just those rows. New rows join the
+graph on a worker thread while the caller goes on; every read waits for them first. On a CUDA
 machine a torch mirror of the rows on the GPU is searched exactly (engine/state/gpu_index.py).
 """
 

@@ -39,11 +39,7 @@ def grow(sizes: list[int], path: Path) -> list[dict[str, Any]]:
     items, done, rows = chat(max(sizes), seed=11), 0, []
     for size in sizes:
         mem = Memory(path)  # reopened per segment: earlier notes are read from the snapshot
-        times = []
-        for i in range(done, size, BATCH):
-            started = time.perf_counter()
-            mem.add_many(items[i : min(i + BATCH, size)], tenant="big")
-            times.append(time.perf_counter() - started)
+        times = _timed_batches(mem, items[done:size])
         mem.close()
         rows.append({"size": size, "per_s": (size - done) / sum(times), "slowest_batch_s": max(times)})
         done = size
@@ -55,15 +51,20 @@ def extend(store: Path, start: int, batches: int) -> NoReturn:
     from bench.synthetic import chat
     from engine import Memory
 
-    items = chat(start + batches * BATCH, seed=11)[start:]
-    mem, times = Memory(store), []
+    times = _timed_batches(Memory(store), chat(start + batches * BATCH, seed=11)[start:])
+    row = {"at": start, "per_s": BATCH * (batches - 1) / sum(times[1:]), "slowest_batch_s": max(times)}
+    print(json.dumps([row]), flush=True)
+    os._exit(0)  # no snapshot: the copy is only written to by these runs
+
+
+def _timed_batches(mem: Any, items: list[dict[str, Any]]) -> list[float]:
+    """Seconds each batch of BATCH items took to add to the tenant "big"."""
+    times = []
     for i in range(0, len(items), BATCH):
         started = time.perf_counter()
         mem.add_many(items[i : i + BATCH], tenant="big")
         times.append(time.perf_counter() - started)
-    row = {"at": start, "per_s": BATCH * (batches - 1) / sum(times[1:]), "slowest_batch_s": max(times)}
-    print(json.dumps([row]), flush=True)
-    os._exit(0)  # no snapshot: the copy is only written to by these runs
+    return times
 
 
 def run(root: Path, sizes: list[int], extra: list[str]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ columns and rebuilt after each write batch (array work only: no note is decoded)
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,25 +33,40 @@ class TenantView:
     stance: np.ndarray
     """Slot -> asserted (0) or a hedged stance's code (engine.annotate.facts.stance)."""
 
+    tables: dict[tuple[float, int], np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    """(gap_s, window) -> every slot's neighbours (int32), made on the first search that asks: a lookup
+    per query instead of ~40 small array steps (~0.4 ms of a 3 ms search at 10k notes)."""
+
     def neighbours(self, slots: np.ndarray, gap_s: float, window: int = 1) -> np.ndarray:
         """(len(slots), 2 * window): the slots 1..window before and after each in time (columns -1, +1,
         -2, +2, ...), -1 where none, or where a step between consecutive turns exceeds gap_s."""
+        table = self.tables.get((gap_s, window))
+        if table is None:  # two threads may both build it: the same table, either one is kept
+            every = np.arange(len(self.position), dtype=np.int64)
+            table = self.tables[(gap_s, window)] = _neighbours(self, every, gap_s, window).astype(np.int32)
         slots = np.asarray(slots, dtype=np.int64)
-        at = np.where(
-            slots < len(self.position), self.position[np.minimum(slots, len(self.position) - 1)], -1
-        )
         out = np.full((len(slots), 2 * window), -1, dtype=np.int64)
-        for col, step in enumerate(s * d for d in range(1, window + 1) for s in (-1, 1)):
-            prev = at + step - np.sign(step)  # the turn one step closer: the chain must be unbroken
-            near = at + step
-            ok = (at >= 0) & (near >= 0) & (near < len(self.order))
-            if abs(step) > 1:
-                ok &= out[:, col - 2] >= 0
-            near, prev = (np.clip(x, 0, max(len(self.order) - 1, 0)) for x in (near, prev))
-            if len(self.order):
-                ok &= np.abs(self.times[near] - self.times[prev]) <= gap_s
-                out[ok, col] = self.order[near[ok]]
+        inside = (slots >= 0) & (slots < len(table))
+        out[inside] = table[slots[inside]]
         return out
+
+
+def _neighbours(view: TenantView, slots: np.ndarray, gap_s: float, window: int) -> np.ndarray:
+    """TenantView.neighbours computed from the time order (for every slot at once)."""
+    position, order, times = view.position, view.order, view.times
+    at = np.where(slots < len(position), position[np.minimum(slots, len(position) - 1)], -1)
+    out = np.full((len(slots), 2 * window), -1, dtype=np.int64)
+    for col, step in enumerate(s * d for d in range(1, window + 1) for s in (-1, 1)):
+        prev = at + step - np.sign(step)  # the turn one step closer: the chain must be unbroken
+        near = at + step
+        ok = (at >= 0) & (near >= 0) & (near < len(order))
+        if abs(step) > 1:
+            ok &= out[:, col - 2] >= 0
+        near, prev = (np.clip(x, 0, max(len(order) - 1, 0)) for x in (near, prev))
+        if len(order):
+            ok &= np.abs(times[near] - times[prev]) <= gap_s
+            out[ok, col] = order[near[ok]]
+    return out
 
 
 _CACHE: weakref.WeakKeyDictionary[TenantMemory, tuple[tuple[int, ...], TenantView]] = (

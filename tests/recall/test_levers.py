@@ -188,6 +188,20 @@ def test_session_neighbours_reach_two_turns_when_the_chain_is_unbroken(encoder) 
     assert near[3] == [-1, -1, -1, -1]
 
 
+def test_session_neighbours_follow_a_write_and_name_no_slot_past_the_tenant(encoder) -> None:
+    mem = _memory(encoder, [("A", "one", 0), ("B", "three", 0.002)])
+    with mem._pool.use("default") as t:
+        first, third = (
+            t.state.index.slot_of[n.id] for n in sorted(t.state.notes.values(), key=lambda n: n.timestamp)
+        )
+        assert view_of(t.state).neighbours([first, third + 5], gap_s=600).tolist() == [[-1, third], [-1, -1]]
+    mem.add_many([{"content": "two", "speaker": "C", "timestamp": T0 + timedelta(hours=0.001)}])
+    with mem._pool.use("default") as t:
+        second = next(s for s in t.state.index.slot_of.values() if s not in (first, third))
+        near = view_of(t.state).neighbours([first, second, third], gap_s=600).tolist()
+    assert near == [[-1, second], [first, third], [second, -1]]  # the new turn sits between the two
+
+
 def test_neighbour_window_two_lets_an_answer_two_turns_later_share_the_score(encoder) -> None:
     config = Config.of(**PLAIN)
     mem = Memory(config=config, encoder=encoder, annotator=_NoContext(config, encoder))

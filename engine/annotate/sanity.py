@@ -76,6 +76,8 @@ def context_problem(context: str, source: str) -> str | None:
 
 def _near_copy(a: str, b: str) -> bool:
     """difflib ratio >= _COPY_RATIO, its cheap upper bounds tried first (the full ratio is quadratic)."""
+    if 2 * min(len(a), len(b)) < _COPY_RATIO * (len(a) + len(b)):
+        return False  # real_quick_ratio's bound, before the matcher indexes `b` (most evolved contexts)
     matcher = difflib.SequenceMatcher(None, a, b)
     return (
         matcher.real_quick_ratio() >= _COPY_RATIO

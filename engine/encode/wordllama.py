@@ -1,11 +1,12 @@
 """WordLlama: the offline default encoder (static token embeddings, weights inside the wheel).
 
-A WordLlama vector is the mean of the text's token embeddings. The library's `embed` pads each chunk of
-256 texts to its longest and multiplies a mask over the padded (texts, tokens, dim) array; a write batch
-mixes short turns with long evolved notes, so most of that array is padding. Here the texts are
-tokenised unpadded, sorted by length into chunks (little padding), and the padding's rows are subtracted
-from the sums instead of masked: the same vectors (to 1e-7), 2.2x faster on a batch of 4,000 chat notes
-(0.23 s against 0.51). A text without tokens gets a zero vector (the library's was NaN).
+A WordLlama vector is the mean of the text's token embeddings. The library's `embed` gathers a padded
+(texts, tokens, dim) array per chunk of 256 texts and sums it under a mask: for a write batch's notes
+(~150 tokens each, with their keywords and context) that is ~150 KB of rows copied per text. Here each
+chunk becomes a count matrix (texts x distinct tokens) times those tokens' rows, one BLAS product: the
+same vectors (to 1e-6; tests/encode/test_wordllama.py). 4,000 notes of a stored tenant encode in 0.38 s
+against 1.39 s through `embed`; the tokenizer is now most of it (the pooling 0.04 s). A text without
+tokens gets a zero vector (the library's was NaN).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from engine.encode.base import normalise
 
 _CHUNK = 256
-"""Texts pooled per step: the gathered (texts, tokens, dim) array stays ~10 MB."""
+"""Texts pooled per product: the count matrix stays ~256 x a few thousand distinct tokens."""
 
 
 class WordLlamaEncoder:
@@ -45,21 +46,19 @@ class WordLlamaEncoder:
 
 
 def mean_pool(table: np.ndarray, ids: list[np.ndarray]) -> np.ndarray:
-    """Mean of `table`'s rows named by each id list (zeros for an empty one), in chunks of similar length."""
-    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-    order = np.argsort(lengths, kind="stable")
+    """Mean of `table`'s rows named by each id list (zeros for an empty one)."""
+    sizes = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
     out = np.zeros((len(ids), table.shape[1]), dtype=np.float32)
     for start in range(0, len(ids), _CHUNK):
-        rows = order[start : start + _CHUNK]
-        sizes = lengths[rows]
-        width = int(sizes.max())
-        if width == 0:
+        part, n = sizes[start : start + _CHUNK], len(ids[start : start + _CHUNK])
+        if not part.any():
             continue
-        padded = np.zeros((len(rows), width), dtype=np.int64)  # padding reads row 0, taken off below
-        padded[np.arange(width) < sizes[:, None]] = np.concatenate([ids[r] for r in rows])
-        np.clip(padded, 0, len(table) - 1, out=padded)
-        sums = table[padded].sum(axis=1) - (width - sizes)[:, None] * table[0]
-        out[rows] = sums / np.maximum(sizes, 1)[:, None]
+        flat = np.clip(np.concatenate(ids[start : start + n]), 0, len(table) - 1)
+        distinct, column = np.unique(flat, return_inverse=True)
+        row = np.repeat(np.arange(n), part)
+        counts = np.bincount(row * len(distinct) + column, minlength=n * len(distinct))
+        sums = counts.reshape(n, len(distinct)).astype(np.float32) @ table[distinct]
+        out[start : start + n] = sums / np.maximum(part, 1)[:, None]
     return out
 
 

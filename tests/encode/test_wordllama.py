@@ -21,7 +21,7 @@ def encoder() -> WordLlamaEncoder:
 
 
 def test_same_vectors_as_the_library_in_input_order(encoder: WordLlamaEncoder) -> None:
-    texts = TEXTS * 120  # more than one chunk, lengths mixed, so the sort and its undoing both matter
+    texts = TEXTS * 120  # more than one chunk, lengths mixed
     ours = encoder.encode_batch(texts)
     theirs = _load_wordllama(256).embed(texts, norm=True, batch_size=256)
     assert ours.shape == (len(texts), 256)

@@ -151,3 +151,21 @@ def test_a_note_read_from_the_state_file_is_decoded_once_until_its_slot_is_writt
     assert back.notes.record(back.index.slot_of["n4"]) == record  # a view that equals its bytes
     back.apply(ChangeSet(upserts=[(_note(4, content="rewritten"), _vec(4))]))
     assert back.notes["n4"].content == "rewritten" and len(decoded) == 2
+
+
+def test_backlinks_follow_link_changes_and_stand_when_only_the_text_evolves() -> None:
+    tm = tenant()
+    slot = tm.index.slot_of
+    source = _note(9, links=[Link("n1", "r", T0), Link("n2", "r", T0)], source_ids=["src-9"])
+    tm.apply(ChangeSet(upserts=[(source, _vec(9))]))
+    before = {t: tm.backlinks_of(slot[t]) for t in ("n1", "n2")}
+    evolved = source.copy()
+    evolved.keywords, evolved.context = ["new", "words"], "evolved by a later note"
+    tm.apply(ChangeSet(upserts=[(evolved, _vec(9))]))
+    assert {t: tm.backlinks_of(slot[t]) for t in ("n1", "n2")} == before
+    assert before["n1"].count(slot["n9"]) == 1
+    moved = evolved.copy()
+    moved.links, moved.source_ids = [Link("n0", "r", T0)], ["src-9b"]
+    tm.apply(ChangeSet(upserts=[(moved, _vec(9))]))
+    assert slot["n9"] not in tm.backlinks_of(slot["n1"]) and slot["n9"] in tm.backlinks_of(slot["n0"])
+    assert tm.note_of_source("src-9b") == "n9" and tm.note_of_source("src-9") is None

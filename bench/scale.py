@@ -6,7 +6,7 @@
 
 One tenant is grown with `Memory.add_many` (batches of 1,000, the API's limit; chat lines from
 bench/synthetic.py; embedded defaults) in a persistent store. At each size: ingest rate of the last
-segment; RSS per note (growth since the empty store over notes held: whole RSS, anonymous RSS without
+segment, and of its last five batches (adding to a tenant of about that size); RSS per note (growth since the empty store over notes held: whole RSS, anonymous RSS without
 memory-mapped files, and the marginal anonymous growth since the previous size, which leaves out the
 fixed costs that caches fill early); single-query search p50/p99 (default, and with `as_of`); serial and
 8-thread QPS; the index tier and its recall@10 against exact search; reopen-to-first-search (a fresh
@@ -34,6 +34,7 @@ import numpy as np
 HERE = Path(__file__).resolve()
 BATCH = 1000
 QUERIES = 200
+LAST_BATCHES = 5
 
 
 def rss_mb() -> float:
@@ -133,8 +134,6 @@ def reopen(path: Path, tenant: str, pythonpath: str, queries: int = 0) -> dict[s
 
 
 def grow(sizes: list[int], path: Path, pythonpath: str) -> list[dict[str, Any]]:
-    from tqdm import tqdm
-
     from bench.synthetic import chat
     from engine import Memory
 
@@ -143,12 +142,9 @@ def grow(sizes: list[int], path: Path, pythonpath: str) -> list[dict[str, Any]]:
     base, base_anon, done, rows, before = rss_mb(), anon_mb(), 0, [], (0, anon_mb())
     as_of = items[len(items) // 2]["timestamp"]
     for size in sizes:
-        started = time.perf_counter()
-        for i in tqdm(range(done, size, BATCH), desc=f"grow to {size:,}", unit="batch"):
-            mem.add_many(items[i : min(i + BATCH, size)], tenant="big")
-        rate = (size - done) / (time.perf_counter() - started)
+        rates = grow_segment(mem, items, done, size)
         done, notes = size, held(mem, "big")
-        row = {"shape": "one tenant", "size": size, "notes": notes, "ingest_per_s": rate}
+        row = {"shape": "one tenant", "size": size, "notes": notes, **rates}
         row["rss_kb_per_note"] = (rss_mb() - base) * 1024 / notes
         row["anon_kb_per_note"] = (anon_mb() - base_anon) * 1024 / notes
         row["marginal_anon_kb_per_note"] = (anon_mb() - before[1]) * 1024 / max(1, notes - before[0])
@@ -159,6 +155,24 @@ def grow(sizes: list[int], path: Path, pythonpath: str) -> list[dict[str, Any]]:
         print(json.dumps(row), flush=True)
     mem.close()
     return rows
+
+
+def grow_segment(mem: Any, items: list[dict[str, Any]], done: int, size: int) -> dict[str, float]:
+    """Add items[done:size] in batches. `ingest_per_s` is the segment's rate; `ingest_at_size_per_s` that of
+    its last LAST_BATCHES batches, what adding to a tenant of about `size` notes costs: a first segment
+    from an empty tenant averages batches with few neighbours to evolve (docs/scale.md, round 10)."""
+    from tqdm import tqdm
+
+    times = []
+    for i in tqdm(range(done, size, BATCH), desc=f"grow to {size:,}", unit="batch"):
+        started = time.perf_counter()
+        mem.add_many(items[i : min(i + BATCH, size)], tenant="big")
+        times.append((min(i + BATCH, size) - i, time.perf_counter() - started))
+    last = times[-LAST_BATCHES:]
+    return {
+        "ingest_per_s": (size - done) / sum(t for _, t in times),
+        "ingest_at_size_per_s": sum(n for n, _ in last) / sum(t for _, t in last),
+    }
 
 
 def measure(mem: Any, path: Path, pythonpath: str, queries: list[str], as_of: Any) -> dict[str, Any]:
@@ -294,7 +308,8 @@ def main() -> None:
         rows += run_engine(
             "baseline", args.baseline, args.baseline_sizes, args.baseline_tenants, args.per_tenant
         )
-    cols = ["engine", "shape", "size", "ingest_per_s", "rss_kb_per_note", "anon_kb_per_note"]
+    cols = ["engine", "shape", "size", "ingest_per_s", "ingest_at_size_per_s", "rss_kb_per_note"]
+    cols += ["anon_kb_per_note"]
     cols += [
         "marginal_anon_kb_per_note",
         "rss_kb_per_tenant",

@@ -6,9 +6,10 @@
 
 One tenant is grown with `Memory.add_many` (batches of 1,000, the API's limit; chat lines from
 bench/synthetic.py; embedded defaults) in a persistent store. At each size: ingest rate of the last
-segment, and of its last five batches (adding to a tenant of about that size); RSS per note (growth since the empty store over notes held: whole RSS, anonymous RSS without
-memory-mapped files, and the marginal anonymous growth since the previous size, which leaves out the
-fixed costs that caches fill early); single-query search p50/p99 (default, and with `as_of`); serial and
+segment, and of its last five batches (adding to a tenant of about that size); RSS per note (growth
+since the empty store over notes held: whole RSS, anonymous RSS without memory-mapped files, and the
+marginal anonymous growth since the previous size, which leaves out the fixed costs that caches fill
+early); single-query search p50/p99 (default, and with `as_of`); serial and
 8-thread QPS; the index tier and its recall@10 against exact search; reopen-to-first-search (a fresh
 process opens the store and answers one query). The many-tenant shape adds `per_tenant` notes to each
 of `tenants` tenants and measures RSS per tenant and the first search on a tenant after reopen. Each

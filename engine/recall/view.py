@@ -34,28 +34,33 @@ class TenantView:
     """Slot -> asserted (0) or a hedged stance's code (engine.annotate.facts.stance)."""
 
     tables: dict[tuple[float, int], np.ndarray] = field(default_factory=dict, compare=False, repr=False)
-    """(gap_s, window) -> every slot's neighbours (int32), made on the first search that asks: a lookup
-    per query instead of ~40 small array steps (~0.4 ms of a 3 ms search at 10k notes)."""
+    """(gap_s, window) -> every slot's neighbours, made on the first search that asks: one lookup per query
+    instead of ~40 small array steps (~0.4 ms of a 3 ms search at 10k notes). Up to TABLE_MAX slots; a
+    bigger tenant computes per query, as a table would add ~0.1 s at 1M to each first search after a write."""
 
     def neighbours(self, slots: np.ndarray, gap_s: float, window: int = 1) -> np.ndarray:
         """(len(slots), 2 * window): the slots 1..window before and after each in time (columns -1, +1,
         -2, +2, ...), -1 where none, or where a step between consecutive turns exceeds gap_s."""
+        slots = np.asarray(slots, dtype=np.int64)
+        inside = (slots >= 0) & (slots < len(self.position))
+        if len(self.position) > TABLE_MAX:
+            at = np.where(inside, self.position[np.where(inside, slots, 0)], -1)
+            return _neighbours_at(self, at, gap_s, window)
         table = self.tables.get((gap_s, window))
         if table is None:  # two threads may both build it: the same table, either one is kept
-            every = np.arange(len(self.position), dtype=np.int64)
-            table = self.tables[(gap_s, window)] = _neighbours(self, every, gap_s, window).astype(np.int32)
-        slots = np.asarray(slots, dtype=np.int64)
+            table = self.tables[(gap_s, window)] = _neighbours_at(self, self.position, gap_s, window)
         out = np.full((len(slots), 2 * window), -1, dtype=np.int64)
-        inside = (slots >= 0) & (slots < len(table))
         out[inside] = table[slots[inside]]
         return out
 
 
-def _neighbours(view: TenantView, slots: np.ndarray, gap_s: float, window: int) -> np.ndarray:
-    """TenantView.neighbours computed from the time order (for every slot at once)."""
-    position, order, times = view.position, view.order, view.times
-    at = np.where(slots < len(position), position[np.minimum(slots, len(position) - 1)], -1)
-    out = np.full((len(slots), 2 * window), -1, dtype=np.int64)
+TABLE_MAX = 1 << 18
+
+
+def _neighbours_at(view: TenantView, at: np.ndarray, gap_s: float, window: int) -> np.ndarray:
+    """The neighbours of the notes at time-order positions `at` (-1: no note)."""
+    order, times = view.order, view.times
+    out = np.full((len(at), 2 * window), -1, dtype=np.int64)
     for col, step in enumerate(s * d for d in range(1, window + 1) for s in (-1, 1)):
         prev = at + step - np.sign(step)  # the turn one step closer: the chain must be unbroken
         near = at + step

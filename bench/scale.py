@@ -310,8 +310,8 @@ def main() -> None:
             "baseline", args.baseline, args.baseline_sizes, args.baseline_tenants, args.per_tenant
         )
     cols = ["engine", "shape", "size", "ingest_per_s", "ingest_at_size_per_s", "rss_kb_per_note"]
-    cols += ["anon_kb_per_note"]
     cols += [
+        "anon_kb_per_note",
         "marginal_anon_kb_per_note",
         "rss_kb_per_tenant",
         "search_p50_ms",

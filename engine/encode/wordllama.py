@@ -51,7 +51,8 @@ def mean_pool(table: np.ndarray, ids: list[np.ndarray]) -> np.ndarray:
     sizes = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
     out = np.zeros((len(ids), table.shape[1]), dtype=np.float32)
     for start in range(0, len(ids), _CHUNK):
-        part, n = sizes[start : start + _CHUNK], len(ids[start : start + _CHUNK])
+        part = sizes[start : start + _CHUNK]
+        n = len(part)
         if not part.any():
             continue
         flat = np.clip(np.concatenate(ids[start : start + n]), 0, len(table) - 1)

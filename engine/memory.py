@@ -21,6 +21,7 @@ from engine.config import Config
 from engine.cost import CostMeter
 from engine.encode import Encoder, make_encoder
 from engine.errors import InputError, NotFound, TooLarge
+from engine.gc_pause import gc_paused
 from engine.model.changes import ChangeSet
 from engine.model.note import AnnotatedBy, Hit, Interaction, Note, NoteVersion
 from engine.model.timeutil import TimeLike, parse_time
@@ -28,7 +29,6 @@ from engine.recall.search import Recipe, search
 from engine.state.tenant_state import TenantMemory
 from engine.storage.pool import Tenant, TenantPool
 from engine.write import edits
-from engine.write.gc_pause import gc_paused
 from engine.write.pipeline import WritePipeline
 from engine.write.validate import check_size, check_text, to_interaction
 

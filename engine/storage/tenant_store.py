@@ -16,6 +16,7 @@ import numpy as np
 
 from engine.config import Config
 from engine.errors import CorruptStore, NotFound, ReadOnlyStore
+from engine.gc_pause import gc_paused
 from engine.model.changes import ChangeSet
 from engine.model.note import Note
 from engine.model.records import RECORD_FORMAT, changes_from_records, changes_to_records
@@ -91,7 +92,8 @@ class TenantStorage:
             skipped: list[str] = []
             progress = ReplayProgress(self.tenant, self._wal.last_seq - snap_seq)
             for seq, record in self._wal.replay(after_seq=snap_seq, strict=False):
-                tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
+                with gc_paused():  # a record is a write batch: the same churn of short-lived objects
+                    tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
                 self.seq = seq
                 self._since_snapshot += 1
                 progress.step()
@@ -129,7 +131,8 @@ class TenantStorage:
             self._wal = wal
             skipped: list[str] = []
             for seq, record in wal.replay(after_seq=self.seq, strict=False):
-                tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
+                with gc_paused():
+                    tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
                 self.seq = seq
             self._report_skipped(skipped)
         return tm

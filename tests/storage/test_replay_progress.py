@@ -6,6 +6,7 @@ The reporting interval is set to zero so this small replay reports as a long one
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import pytest
 
 from engine import Config, Memory
 from engine.encode import Encoder
+from engine.model.changes import ChangeSet
+from engine.state.tenant_state import TenantMemory
 from engine.storage import replay_progress
 from tests.storage.damaged import BATCHES, TENANT
 
@@ -46,3 +49,32 @@ def test_a_short_replay_says_nothing(
     victim: Path, encoder: Encoder, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert _replay(victim, encoder, caplog) == []
+
+
+def test_replay_and_refresh_apply_with_the_collector_paused(
+    tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each replayed record is a write batch: the cyclic collector is off while it is applied (a quarter
+    of a big tenant's replay was collections), and on again after."""
+    seen: list[bool] = []
+    apply = TenantMemory.apply
+
+    def watched(self: TenantMemory, changes: ChangeSet, index_text: bool = True) -> None:
+        seen.append(gc.isenabled())
+        apply(self, changes, index_text)
+
+    writer = Memory(tmp_path / "store", Config.of(snapshot_every=10**9), encoder=encoder)
+    try:
+        writer.add_many(BATCHES[0], tenant=TENANT)
+        reader = Memory(tmp_path / "store", Config.of(read_only=True), encoder=encoder)
+        monkeypatch.setattr(TenantMemory, "apply", watched)
+        reader.search("anything", tenant=TENANT, k=1)  # opens: replays the first record
+        assert seen == [False] and gc.isenabled()
+        for batch in BATCHES[1:]:
+            writer.add_many(batch, tenant=TENANT)
+        seen.clear()  # the writer's own batches (paused by Memory.add_many)
+        reader.refresh(TENANT)
+        assert seen == [False, False] and gc.isenabled()
+        reader.close()
+    finally:
+        writer.close()

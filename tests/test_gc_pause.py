@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.write.gc_pause import gc_paused
+from engine.gc_pause import gc_paused
 
 
 class Node:
@@ -86,7 +86,7 @@ def test_a_cycle_dropped_in_the_batch_is_collected_when_it_ends() -> None:
 
 
 def test_writers_that_never_leave_a_gap_still_get_full_collections(monkeypatch: pytest.MonkeyPatch) -> None:
-    import engine.write.gc_pause as pause
+    import engine.gc_pause as pause
 
     monkeypatch.setattr(pause, "FULL_AFTER", 0.0)  # every leaving batch is overdue
     with gc_paused():  # another tenant's batch, inside the whole time

@@ -25,7 +25,14 @@ import numpy as np
 from engine.annotate.facts.cues import masked
 from engine.annotate.facts.decision import Decision, Statement, confirm, decide, masked_parts, similarity
 from engine.annotate.facts.sentence import sentence_encoder
-from engine.annotate.schemas import Annotation, EvolveRequest, LinkChoice, LinkRequest, NeighbourUpdate
+from engine.annotate.schemas import (
+    Annotation,
+    Candidate,
+    EvolveRequest,
+    LinkChoice,
+    LinkRequest,
+    NeighbourUpdate,
+)
 from engine.config import Config
 from engine.encode import Encoder
 from engine.model.note import Interaction, Note, clip
@@ -115,20 +122,21 @@ class EmbeddedAnnotator:
         needed: list[str] = []
         for req in requests:
             for cand in req.candidates:
-                self._decide(cand.note, req.note, needed)
+                self._decide(cand.note, req.note, needed, cand.fixed)
         self._encode_missing(needed)
 
     def _judge(self, req: LinkRequest) -> list[LinkChoice]:
         new_kw = _stems(req.note.keywords)
         chosen = []
         for cand in sorted(req.candidates, key=lambda c: -c.score):
-            reason = self._link_reason(req.note, new_kw, cand.note, cand.score)
+            reason = self._link_reason(req.note, new_kw, cand)
             if reason:
                 chosen.append(LinkChoice(target=cand.note.id, reason=reason))
         return chosen[: self.config.write.max_links]
 
-    def _link_reason(self, new: Note, new_kw: dict[str, str], old: Note, score: float) -> str | None:
-        decision = self.supersession(old, new)
+    def _link_reason(self, new: Note, new_kw: dict[str, str], cand: Candidate) -> str | None:
+        old, score = cand.note, cand.score
+        decision = self.supersession(old, new, cand.fixed)
         if decision.supersedes:
             return f"updates fact: {decision.reason.removeprefix('superseded: ')}"
         shared = [new_kw[s] for s in new_kw.keys() & _stems(old.keywords).keys()]
@@ -164,13 +172,16 @@ class EmbeddedAnnotator:
         )
 
     # --- supersession -----------------------------------------------------------------------------
-    def supersession(self, old: Note, new: Note) -> Decision:
-        """engine.annotate.facts.decision on two notes, with the similarity of their masked texts."""
-        decision = self._decide(old, new, None)
+    def supersession(self, old: Note, new: Note, fixed: bool | None = None) -> Decision:
+        """engine.annotate.facts.decision on two notes, with the similarity of their masked texts;
+        `fixed`: `is_fixed(old.content)` where the caller knows it (`Candidate.fixed`)."""
+        decision = self._decide(old, new, None, fixed)
         assert decision is not None  # only a probe (`needed`) defers
         return decision
 
-    def _decide(self, old: Note, new: Note, needed: list[str] | None) -> Decision | None:
+    def _decide(
+        self, old: Note, new: Note, needed: list[str] | None, fixed: bool | None = None
+    ) -> Decision | None:
         """With `needed`, a decision that would encode texts adds them there and returns None instead."""
         key = (old.content, old.speaker, new.content, new.speaker)
         if (known := self._decided.get(key)) is None:
@@ -181,8 +192,14 @@ class EmbeddedAnnotator:
             old_text, new_text = clip(old.content, chars), clip(new.content, chars)
             sim = functools.partial(self._similarity, old_text, new_text, needed)
             close = functools.partial(self._sentence_similarity, old_text, new_text)
+            known_fixed = fixed if old_text is old.content else None  # the column read the unclipped text
             try:
-                known = decide(Statement(old_text, old.speaker), Statement(new_text, new.speaker), sim, close)
+                known = decide(
+                    Statement(old_text, old.speaker, known_fixed),
+                    Statement(new_text, new.speaker),
+                    sim,
+                    close,
+                )
             except _Deferred:
                 return None
             self._decided[key] = known

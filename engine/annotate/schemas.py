@@ -30,6 +30,9 @@ class Candidate:
     handle: int
     note: Note
     score: float
+    fixed: bool | None = None
+    """The note's content is never retired by a later statement (a question, a narrated event), as the
+    note table keeps it; None: not known (a batch-mate), the judge reads it."""
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.annotate.facts.decision import is_fixed
 from engine.annotate.facts.stance import stance
 from engine.model.note import Link, Note
 from engine.state.packed import Records
@@ -65,6 +66,9 @@ class NoteTable(Mapping[str, Note]):
         """Slot -> the content says when (a time expression), for temporal questions."""
         self.stance = np.zeros(0, dtype=np.int16)
         """Slot -> asserted (0) or hedged: hypothetical, negated, another party's (engine.annotate.facts.stance)."""
+        self.fixed = np.zeros(0, dtype=np.int8)
+        """Slot -> the content is never retired by a later statement (engine.annotate.facts.decision
+        `is_fixed`): 1 / 0, -1 not known (a state file written before the column, a cleared slot)."""
         self.speakers: list[str] = []
         self._speaker_code: dict[str, int] = {}
         self.generation = 0
@@ -145,6 +149,14 @@ class NoteTable(Mapping[str, Note]):
         """Records held in RAM (written since the base): what a snapshot would move to disk."""
         return self._held
 
+    def fill_fixed(self, num_slots: int) -> None:
+        """Read `fixed` for the notes that lack it (adopted from a state file written before the column):
+        once, at the first snapshot after, so it is then in the file."""
+        for slot in np.flatnonzero(self.fixed[:num_slots] < 0).tolist():
+            record = self.record(slot)
+            if record is not None:
+                self.fixed[slot] = is_fixed(decode(record).content)
+
     def records(self, num_slots: int) -> list[bytes | None]:
         """Every slot's record as bytes (None: empty), for the state file."""
         out = [self.record(s) for s in range(num_slots)]
@@ -157,6 +169,7 @@ class NoteTable(Mapping[str, Note]):
         self.timestamp, self.speaker = columns["timestamp"], columns["speaker"].astype(np.int32)
         self.chars, self.timely = columns["chars"].astype(np.int32), columns["timely"].astype(bool)
         self.stance = columns["stance"].astype(np.int16)
+        self.fixed = columns["fixed"].astype(np.int8)
         self.speakers, self._speaker_code = list(speakers), {s: i for i, s in enumerate(speakers)}
         self.bump()
 
@@ -178,6 +191,7 @@ class NoteTable(Mapping[str, Note]):
         self.chars[slot] = len(note.content)
         self.timely[slot] = has_time_expression(note.content)
         self.stance[slot] = stance(note.content)
+        self.fixed[slot] = is_fixed(note.content)
 
     def clear(self, slot: int) -> None:
         if slot < len(self._records):
@@ -185,6 +199,7 @@ class NoteTable(Mapping[str, Note]):
             self._records[slot] = _GONE
             self._recent.pop(slot, None)
             self.speaker[slot], self.chars[slot], self.timely[slot], self.stance[slot] = -1, 0, False, 0
+            self.fixed[slot] = -1
 
     def _code(self, speaker: str | None) -> int:
         if not speaker:
@@ -206,6 +221,7 @@ class NoteTable(Mapping[str, Note]):
             self.chars = grown(self.chars, cap, 0)
             self.timely = grown(self.timely, cap, False)
             self.stance = grown(self.stance, cap, 0)
+            self.fixed = grown(self.fixed, cap, -1)
 
 
 def grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:

@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-_COLUMNS = ("timestamp", "speaker", "chars", "timely", "stance", "visible_from", "invalid_at")
+_COLUMNS = ("timestamp", "speaker", "chars", "timely", "stance", "fixed", "visible_from", "invalid_at")
+_ADDED = {"fixed": -1}
+"""Columns added after the first state files, and what a file without one holds for every slot."""
 
 
 def source_key(source_id: str) -> int:
@@ -96,7 +98,7 @@ def read(path: Path) -> Packed:
         links = main.column("backlinks")
         return Packed(
             records=Records(main.column("record")),
-            columns={c: main.column(c).to_numpy(zero_copy_only=False).copy() for c in _COLUMNS},
+            columns={c: _column(main, c) for c in _COLUMNS},
             speakers=list(json.loads((main.schema.metadata or {})[b"speakers"])),
             backlink_offsets=np.asarray(links.offsets.to_numpy(), dtype=np.int64),
             backlink_slots=np.asarray(links.values.to_numpy(), dtype=np.int32),
@@ -105,6 +107,12 @@ def read(path: Path) -> Packed:
         )
     except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
         raise ValueError(f"{path}: unreadable state file ({exc})") from exc
+
+
+def _column(main: pa.RecordBatch, name: str) -> np.ndarray:
+    if name in _ADDED and name not in main.schema.names:
+        return np.full(main.num_rows, _ADDED[name], dtype=np.int8)
+    return main.column(name).to_numpy(zero_copy_only=False).copy()
 
 
 def _mapped(path: Path) -> pa.RecordBatch:

@@ -128,8 +128,14 @@ class TenantMemory:
         offsets[1:] = np.cumsum([len(x) for x in lists])
         linked = np.fromiter((s for x in lists for s in x), dtype=np.int32, count=int(offsets[-1]))
         notes = self.notes
+        notes.fill_fixed(n)
         columns: dict[str, np.ndarray] = {"timestamp": notes.timestamp, "speaker": notes.speaker}
-        columns |= {"chars": notes.chars, "timely": notes.timely, "stance": notes.stance}
+        columns |= {
+            "chars": notes.chars,
+            "timely": notes.timely,
+            "stance": notes.stance,
+            "fixed": notes.fixed,
+        }
         columns |= {"visible_from": self._visible_from, "invalid_at": self._invalid_at}
         keys, key_slots = self._merged_sources()
         return Packed(

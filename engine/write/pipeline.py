@@ -209,18 +209,15 @@ class WritePipeline:
         if not batch.new or k == 0:
             return []
         requests = []
+        ids, fixed = batch.tm.index.ids, batch.tm.notes.fixed
         for j, note in enumerate(batch.new):
-            pool = [(batch.stored(batch.tm.index.ids[s]), c) for s, c in batch.hits[j][:k]]  # type: ignore[arg-type]
+            pool = [(batch.stored(ids[s]), c, _known(fixed[s])) for s, c in batch.hits[j][:k]]  # type: ignore[arg-type]
             earlier = batch.inner[j, :j]
             for m in np.argsort(-earlier)[:k]:
-                pool.append((batch.new[m], float(earlier[m])))
+                pool.append((batch.new[m], float(earlier[m]), None))
             pool.sort(key=lambda p: -p[1])
-            requests.append(
-                LinkRequest(
-                    note=note,
-                    candidates=[Candidate(handle=h, note=n, score=c) for h, (n, c) in enumerate(pool[:k])],
-                )
-            )
+            candidates = [Candidate(h, n, c, f) for h, (n, c, f) in enumerate(pool[:k])]
+            requests.append(LinkRequest(note=note, candidates=candidates))
         decisions = self.annotator.judge_links(requests)
         evolve = []
         for req, choices in zip(requests, decisions, strict=True):
@@ -290,6 +287,10 @@ def _thread(tm: TenantMemory, items: list[Interaction], chars: int) -> list[Inte
         out.append(item)
         previous = f"{item.speaker or 'someone'}: {clip(item.content, chars)}"
     return out
+
+
+def _known(code: int) -> bool | None:
+    return None if code < 0 else bool(code)
 
 
 def _needs_encoding(old: Note, note: Note) -> bool:

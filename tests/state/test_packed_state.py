@@ -4,17 +4,19 @@ an overlay; a damaged state file falls back to the Parquet notes with a warning.
 from __future__ import annotations
 
 import logging
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from engine.config import Config
 from engine.model.changes import ChangeSet
 from engine.model.note import Hit, Link, Note
 from engine.recall.search import Recipe, expand
-from engine.state import note_table
+from engine.state import note_table, packed
 from engine.state.note_table import decode, encode
 from engine.state.tenant_state import TenantMemory
 from engine.storage.snapshot import STATE, read_snapshot, write_snapshot
@@ -169,3 +171,41 @@ def test_backlinks_follow_link_changes_and_stand_when_only_the_text_evolves() ->
     tm.apply(ChangeSet(upserts=[(moved, _vec(9))]))
     assert slot["n9"] not in tm.backlinks_of(slot["n1"]) and slot["n9"] in tm.backlinks_of(slot["n0"])
     assert tm.note_of_source("src-9b") == "n9" and tm.note_of_source("src-9") is None
+
+
+def test_the_fixed_column_follows_the_content_and_persists(tmp_path: Path) -> None:
+    tm = tenant()
+    assert tm.notes.fixed[3] == -1  # n3's slot, deleted: not known
+    told = [
+        _note(6, content="Went to the lake last weekend with my sister."),
+        _note(7, content="I drive a Camry."),
+    ]
+    tm.apply(ChangeSet(upserts=[(n, _vec(6 + i)) for i, n in enumerate(told)]))
+    slot = tm.index.slot_of
+    assert (tm.notes.fixed[slot["n6"]], tm.notes.fixed[slot["n7"]]) == (1, 0)
+    evolved = tm.notes["n6"]
+    evolved.context = "a trip"
+    tm.apply(ChangeSet(upserts=[(evolved, _vec(6))]))  # the same content: the column stands
+    assert tm.notes.fixed[slot["n6"]] == 1
+    write_snapshot(tmp_path, tm, 1, "enc")
+    again = reopen(tmp_path)
+    assert [again.notes.fixed[again.index.slot_of[i]] for i in ("n6", "n7", "n0")] == [1, 0, 0]
+
+
+def test_a_state_file_without_the_fixed_column_reads_unknown_and_the_next_pack_fills_it(
+    tmp_path: Path,
+) -> None:
+    tm = tenant()
+    write_snapshot(tmp_path, tm, 1, "enc")
+    path = tmp_path / "snap-000000000001" / STATE
+    before = tmp_path / "before" / STATE  # a state file as written before the column
+    before.parent.mkdir()
+    shutil.copy(path.with_name("state-sources.arrow"), before.with_name("state-sources.arrow"))
+    with pa.memory_map(str(path)) as source:
+        old = pa.ipc.open_file(source).get_batch(0).drop_columns(["fixed"])
+        with pa.OSFile(str(before), "wb") as sink, pa.ipc.new_file(sink, old.schema) as out:
+            out.write_batch(old)
+    tm.adopt(packed.read(before))
+    live = [tm.index.slot_of[i] for i in sorted(tm.notes)]
+    assert (tm.notes.fixed[live] == -1).all()
+    assert (tm.pack().columns["fixed"][live] == 0).all()  # "note i about topic j": standing statements

@@ -103,3 +103,37 @@ def test_re_adding_a_source_id_is_skipped(mem: Memory) -> None:
     first = mem.add("I love jazz.", tenant="t", source_id="log.jsonl:1")
     again = mem.add("I love jazz.", tenant="t", source_id="log.jsonl:1")
     assert first == again and len(mem.notes("t")) == 1
+
+
+def test_the_judge_is_told_which_stored_neighbours_are_fixed(encoder) -> None:
+    """A stored neighbour's `fixed` (a question or a narrated event, kept per note) reaches the link judge,
+    so the fact decision does not read its text again; a batch-mate's is left to the judge."""
+    from engine.annotate.embedded import EmbeddedAnnotator
+
+    seen: dict[str, bool | None] = {}
+
+    class Recording(EmbeddedAnnotator):
+        def judge_links(self, requests):  # type: ignore[no-untyped-def]
+            seen.update({c.note.content: c.fixed for r in requests for c in r.candidates})
+            return super().judge_links(requests)
+
+    config = Config()
+    mem = Memory(config=config, encoder=encoder, annotator=Recording(config, encoder))
+    stored = ["Did you ever get the golden retriever puppy?", "I have a golden retriever puppy named Max."]
+    for day, text in enumerate(stored, 1):
+        _add(mem, text, day)
+    mem.add_many(
+        [
+            {
+                "content": "Max the golden retriever puppy chewed my shoes.",
+                "timestamp": "2024-01-05T10:00:00Z",
+            },
+            {
+                "content": "Max the retriever puppy chewed my shoes again!",
+                "timestamp": "2024-01-06T10:00:00Z",
+            },
+        ],
+        tenant="t",
+    )
+    assert [seen[text] for text in stored] == [True, False]
+    assert seen["Max the golden retriever puppy chewed my shoes."] is None  # a batch-mate

@@ -50,6 +50,7 @@ __all__ = [
     "Statement",
     "confirm",
     "decide",
+    "is_fixed",
     "masked",
     "similarity",
 ]
@@ -84,6 +85,10 @@ _CLAUSE = re.compile(r"(?<=[.!?;:])\s+|,\s+|\s+(?:and|but|so|because|since)\s+")
 class Statement:
     text: str
     speaker: str | None = None
+    fixed: bool | None = None
+    """As the old statement: whether `is_fixed(text)` holds, where the caller knows it already (the note
+    table keeps it per note, so a stored neighbour is not read again in every batch it is offered to);
+    None: read it here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,12 +158,10 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
         return Decision.keep("same statement")
     if cues.is_question(new_text):
         return Decision.keep("new statement is a question")
-    if cues.is_question(old_text):
-        return Decision.keep("old statement is a question")
-    if cues.is_past_event(old_text):
-        return Decision.keep("old statement is a past event")
-    if (when := occasions.one_off_event(old_text)) and not cues.first_match(cues.CHANGE, masked(old_text)):
-        return Decision.keep(f"old statement is a one-off event ('{when}')")  # 'moved ... in May' is a change
+    if old.fixed:
+        return Decision.keep(FIXED)
+    if old.fixed is None and (why := _fixed(old_text)):
+        return Decision.keep(why)
     if cue := _guard_cue(new_text):
         return Decision.keep(cue)
     if value := cues.kept_value(old_text, new_text):
@@ -168,6 +171,28 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
         return Decision.keep(f"third person '{party}'")  # 'Jordan moved out, my cousin took his room'
     if old_party is not None and old_party not in new_text.lower() and not _names_party(old_text, new_text):
         return Decision.keep(f"old statement about '{old_party}'")
+    return None
+
+
+FIXED = "old statement is a question or a narrated event"
+"""The reason when the caller said the old statement is fixed (`Statement.fixed`)."""
+
+
+def is_fixed(text: str) -> bool:
+    """A statement no later one retires (a question, a narrated past or one-off event): the guard that
+    reads the old statement alone, for the note table to keep per note."""
+    return _fixed(cues.normalise(text)) is not None
+
+
+@functools.lru_cache(maxsize=cues.CACHE)
+def _fixed(old_text: str) -> str | None:
+    """Why the (normalised) old statement is never retired, or None."""
+    if cues.is_question(old_text):
+        return "old statement is a question"
+    if cues.is_past_event(old_text):
+        return "old statement is a past event"
+    if (when := occasions.one_off_event(old_text)) and not cues.first_match(cues.CHANGE, masked(old_text)):
+        return f"old statement is a one-off event ('{when}')"  # 'moved ... in May' is a change
     return None
 
 

@@ -159,7 +159,7 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
     if cues.is_question(new_text):
         return Decision.keep("new statement is a question")
     if old.fixed:
-        return Decision.keep(FIXED)
+        return _KEPT_FIXED
     if old.fixed is None and (why := _fixed(old_text)):
         return Decision.keep(why)
     if cue := _guard_cue(new_text):
@@ -176,6 +176,7 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
 
 FIXED = "old statement is a question or a narrated event"
 """The reason when the caller said the old statement is fixed (`Statement.fixed`)."""
+_KEPT_FIXED = Decision.keep(FIXED)  # one object for the most common answer of a write batch
 
 
 def is_fixed(text: str) -> bool:

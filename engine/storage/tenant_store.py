@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -92,8 +93,7 @@ class TenantStorage:
             skipped: list[str] = []
             progress = ReplayProgress(self.tenant, self._wal.last_seq - snap_seq)
             for seq, record in self._wal.replay(after_seq=snap_seq, strict=False):
-                with gc_paused():  # a record is a write batch: the same churn of short-lived objects
-                    tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
+                _replay(tm, record, skipped)
                 self.seq = seq
                 self._since_snapshot += 1
                 progress.step()
@@ -131,8 +131,7 @@ class TenantStorage:
             self._wal = wal
             skipped: list[str] = []
             for seq, record in wal.replay(after_seq=self.seq, strict=False):
-                with gc_paused():
-                    tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
+                _replay(tm, record, skipped)
                 self.seq = seq
             self._report_skipped(skipped)
         return tm
@@ -229,6 +228,13 @@ class TenantStorage:
                 self._scratch.close()
             if self._lock is not None:
                 self._lock.release()
+
+
+def _replay(tm: TenantMemory, record: dict[str, Any], skipped: list[str]) -> None:
+    """Apply one logged ChangeSet. A record is a write batch: the same churn of short-lived objects, so the
+    cyclic collector is paused as for the batch itself."""
+    with gc_paused():
+        tm.apply(changes_from_records(record["changes"], StateBase(tm), skipped))
 
 
 class StateBase:

@@ -2,15 +2,20 @@
 
 Run from the repo root: `python -m bench.service` (30 s, 64 clients) or `--quick` (5 s). It builds the
 store once (synthetic interactions through Memory with the embedded defaults, two processes, cached
-under bench/results/stores/), starts `amem serve` on 127.0.0.1, warms every tenant, then 64 clients
-each send searches back to back for the duration. Reports QPS, p50/p99 latency and errors (must be
-0), the server's memory per note, and, in the same run, in-process `Memory.search` latency on the
-same store and queries: the floor the HTTP service is compared with. Clients and server share the
-machine's cores, so on a small machine the client's own CPU use lowers the QPS.
+under bench/results/stores/), starts `amem serve` on 127.0.0.1, warms every tenant (one search each,
+then 3 s of unmeasured load: each process of `--serve-args "--workers N"` opens a tenant on its own
+first use), then 64 clients each send searches back to back for the duration. Reports QPS, p50/p99
+latency and errors (must be 0), the server's memory per note (all its processes), and, in the same
+run, in-process `Memory.search` latency on the same store and queries: the floor the HTTP service is
+compared with. Clients and server share the machine's cores, so on a small machine the client's own CPU
+use lowers the QPS.
 
 `--big-query-mb 1` adds one more client that sends nothing but 1 MB queries, back to back: the slow
 request in the mix. Its answers are tallied apart (by status); the table's p99 is the other clients'.
 `--server-root DIR` serves another checkout's engine (a before/after on the same bench).
+`--serve-args "--workers 2"` passes flags to `amem serve`; RSS then counts every process of the server.
+`--rates 50,100` adds open-loop runs (searches arriving at that rate: the latency agents see at that load,
+bench/load.py), each as long as the closed-loop one.
 """
 
 from __future__ import annotations
@@ -21,13 +26,12 @@ import json
 import os
 import random
 import secrets
+import shlex
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +43,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see bench/kernels.py: spi
 import httpx  # noqa: E402
 
 from bench.common import RESULTS, table, write_json  # noqa: E402
+from bench.load import closed_loop, open_loop, percentiles  # noqa: E402
 from bench.synthetic import build_store, queries  # noqa: E402
-
-MAX_REQUESTS = 2_000_000
-"""Hard cap on requests, whatever the duration (the load must stop by itself)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,23 +53,31 @@ def main(argv: list[str] | None = None) -> int:
     built = build_store(store, args.notes, args.tenants, rebuild=args.rebuild)
     keys = _write_keys(store.parent / f"{store.name}-keys.json", built["tenants"])
     port = args.port or _free_port()
-    server, startup_s = _start_server(store, keys["path"], port, args.server_root)
+    server, startup_s = _start_server(store, keys["path"], port, args.server_root, args.serve_args)
     try:
         url = f"http://127.0.0.1:{port}"
         warm_s = _warm(url, keys["by_tenant"])
-        big = int(args.big_query_mb * 2**20)
-        load = asyncio.run(_load(url, keys["by_tenant"], args.clients, args.seconds, args.seed, big))
-        rss = _rss_bytes(server.pid)
-        # One client alone: the service's own per-request cost, without queueing behind 63 others.
-        alone = asyncio.run(_load(url, keys["by_tenant"], 1, min(5.0, args.seconds), args.seed))
+        runs = _measure(url, keys["by_tenant"], args)
+        rss = _tree_rss_bytes(server.pid)
     finally:
         _stop(server)
     floor = _floor(store, built["tenants"], num=args.floor_queries, seed=args.seed)
-    report = _report(args, built, load, floor, rss, startup_s, warm_s)
-    report["service_one_client"] = alone
+    report = {**_report(args, built, runs.pop("service"), floor, rss, startup_s, warm_s), **runs}
     _print(report)
     print(f"wrote {write_json('service', report)}")
-    return 0 if load["errors"] == alone["errors"] == 0 else 1
+    errors = [report["service"], report["service_one_client"], *report["open_loop"]]
+    return 0 if all(run["errors"] == 0 for run in errors) else 1
+
+
+def _measure(url: str, keys: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    # Unmeasured load first: with --workers, each process opens every tenant on its own first use.
+    asyncio.run(closed_loop(url, keys, args.clients, args.warmup_s, args.seed + 1))
+    big = int(args.big_query_mb * 2**20)
+    service = asyncio.run(closed_loop(url, keys, args.clients, args.seconds, args.seed, big))
+    paced = [asyncio.run(open_loop(url, keys, rate, args.seconds, args.seed)) for rate in args.rates]
+    # One client alone: the service's own per-request cost, without queueing behind 63 others.
+    alone = asyncio.run(closed_loop(url, keys, 1, min(5.0, args.seconds), args.seed))
+    return {"service": service, "open_loop": paced, "service_one_client": alone}
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -86,9 +96,15 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         "--big-query-mb", type=float, default=0.0, help="one extra client sending queries this big"
     )
     p.add_argument("--server-root", type=Path, default=ROOT, help="PYTHONPATH of the served engine")
+    p.add_argument("--warmup-s", type=float, default=3.0, help="unmeasured load before the measured")
+    p.add_argument(
+        "--rates", default="", help="open-loop arrival rates to measure too, searches/s, e.g. 50,100,150"
+    )
+    p.add_argument("--serve-args", default="", help="more `amem serve` flags, e.g. '--workers 2'")
     args = p.parse_args(argv)
     if args.quick:
         args.seconds = 5.0
+    args.rates = [float(x) for x in args.rates.split(",") if x.strip()]
     return args
 
 
@@ -106,7 +122,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_server(store: Path, keys: Path, port: int, root: Path) -> tuple[subprocess.Popen[bytes], float]:
+def _start_server(
+    store: Path, keys: Path, port: int, root: Path, extra: str
+) -> tuple[subprocess.Popen[bytes], float]:
     env = {**os.environ, "PYTHONPATH": str(root)}
     cmd = [
         sys.executable,
@@ -121,6 +139,7 @@ def _start_server(store: Path, keys: Path, port: int, root: Path) -> tuple[subpr
         "127.0.0.1",
         "--port",
         str(port),
+        *shlex.split(extra),
     ]
     started = time.perf_counter()
     server = subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -161,94 +180,6 @@ def _warm(url: str, keys: dict[str, str]) -> float:
     return time.perf_counter() - started
 
 
-@dataclass(slots=True)
-class _Tally:
-    deadline: float
-    latencies: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def is_running(self) -> bool:
-        return time.perf_counter() < self.deadline and len(self.latencies) + len(self.errors) < MAX_REQUESTS
-
-
-async def _load(
-    url: str, keys: dict[str, str], clients: int, seconds: float, seed: int, big: int = 0
-) -> dict[str, Any]:
-    # aiohttp, not httpx: httpx's async pool spends more CPU per request than the server does, and
-    # client and server share the cores (aiohttp comes with ray[default]).
-    import aiohttp
-
-    connector = aiohttp.TCPConnector(limit=clients + 1)
-    async with aiohttp.ClientSession(
-        url, connector=connector, timeout=aiohttp.ClientTimeout(total=120)
-    ) as http:
-        tally = _Tally(deadline=time.perf_counter() + seconds)
-        slow = _Tally(deadline=tally.deadline)
-        started = time.perf_counter()
-        await asyncio.gather(
-            *(_client(http, keys, tally, random.Random(seed * 1000 + i)) for i in range(clients)),
-            *([_big_client(http, keys, slow, big)] if big else []),
-        )
-        elapsed = time.perf_counter() - started
-    ok = tally.latencies
-    statuses = {x: slow.errors.count(x) for x in sorted(set(slow.errors))}
-    extra = {"big_query": {"bytes": big, **_percentiles(slow.latencies), "statuses": statuses}} if big else {}
-    return {
-        **extra,
-        "requests": len(ok) + len(tally.errors),
-        "errors": len(tally.errors),
-        "error_samples": tally.errors[:5],
-        "seconds": elapsed,
-        "qps": len(ok) / elapsed,
-        **_percentiles(ok),
-    }
-
-
-async def _client(http: Any, keys: dict[str, str], tally: _Tally, rng: random.Random) -> None:
-    """One client: searches back to back, a random tenant and query each time."""
-    import aiohttp
-
-    pool, tenants = queries(2000, 0), list(keys)
-    while tally.is_running():
-        body = {"query": rng.choice(pool), "k": 10}
-        headers = {"Authorization": f"Bearer {keys[rng.choice(tenants)]}"}
-        start = time.perf_counter()
-        try:
-            async with http.post("/v1/search", json=body, headers=headers) as r:
-                payload = await r.read()
-                if r.status == 200:
-                    tally.latencies.append(time.perf_counter() - start)
-                else:
-                    tally.errors.append(f"{r.status}: {payload[:200]!r}")
-        except (aiohttp.ClientError, TimeoutError) as exc:  # counted and reported: the run must show 0
-            tally.errors.append(f"{type(exc).__name__}: {exc}")
-
-
-async def _big_client(http: Any, keys: dict[str, str], tally: _Tally, size: int) -> None:
-    """The slow request: a query of `size` bytes, back to back; every answer's status is kept."""
-    query = ("what did she say about the garden party " * (size // 40 + 1))[:size]
-    key = next(iter(keys.values()))
-    while tally.is_running():
-        start = time.perf_counter()
-        async with http.post(
-            "/v1/search", json={"query": query}, headers={"Authorization": f"Bearer {key}"}
-        ) as r:
-            await r.read()
-            tally.latencies.append(time.perf_counter() - start)
-            tally.errors.append(str(r.status))
-
-
-def _percentiles(seconds: list[float]) -> dict[str, float]:
-    if not seconds:
-        return {"p50_ms": float("nan"), "p99_ms": float("nan")}
-    ms = sorted(s * 1e3 for s in seconds)
-    return {
-        "p50_ms": statistics.median(ms),
-        "p99_ms": ms[min(len(ms) - 1, int(0.99 * len(ms)))],
-        "mean_ms": statistics.fmean(ms),
-    }
-
-
 def _floor(store: Path, tenants: list[str], num: int, seed: int) -> dict[str, Any]:
     """In-process Memory.search on the same store and query mix, one query at a time."""
     from engine import Config, Memory
@@ -264,14 +195,28 @@ def _floor(store: Path, tenants: list[str], num: int, seed: int) -> dict[str, An
             start = time.perf_counter()
             mem.search(query, tenant=tenant, k=10)
             times.append(time.perf_counter() - start)
-    return {"queries": num, "qps_one_thread": num / sum(times), **_percentiles(times)}
+    return {"queries": num, "qps_one_thread": num / sum(times), **percentiles(times)}
 
 
-def _rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
+def _tree_rss_bytes(pid: int) -> int:
+    """RSS of the server and every process under it (workers, replicas), counted once each."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    tree, total = {pid}, 0
+    for _ in range(8):  # a few levels: server -> worker -> its children
+        tree |= {p for p, parent in parents.items() if parent in tree}
+    for p in tree:
+        try:
+            lines = Path(f"/proc/{p}/status").read_text().splitlines()
+        except OSError:
+            continue
+        total += next((int(x.split()[1]) * 1024 for x in lines if x.startswith("VmRSS:")), 0)
+    return total
 
 
 def _report(
@@ -320,6 +265,17 @@ def _print(r: dict[str, Any]) -> None:
             "requests": one["requests"],
             "errors": one["errors"],
         },
+        *(
+            {
+                "path": f"HTTP, open loop {o['rate']:g}/s",
+                "qps": o["qps"],
+                "p50_ms": o["p50_ms"],
+                "p99_ms": o["p99_ms"],
+                "requests": o["requests"],
+                "errors": o["errors"],
+            }
+            for o in r["open_loop"]
+        ),
         {
             "path": "in-process, 1 thread",
             "qps": f["qps_one_thread"],
@@ -335,7 +291,7 @@ def _print(r: dict[str, Any]) -> None:
         f"startup {r['server']['startup_s']:.1f} s, first search of every tenant {r['server']['warm_all_tenants_s']:.1f} s"  # noqa: E501
     )
     print(table(rows, ["path", "qps", "p50_ms", "p99_ms", "requests", "errors"]))
-    for phase in (s, one):
+    for phase in (s, one, *r["open_loop"]):
         if phase["errors"]:
             print(f"ERRORS: {phase['error_samples']}")
     if "big_query" in s:

@@ -55,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8420)
     sv.add_argument("--ray", action="store_true", help="deploy with Ray Serve replicas")
     sv.add_argument("--replicas", type=int, default=2)
+    sv.add_argument(
+        "--workers", type=int, default=1, help="processes on this machine: one writer, the rest readers"
+    )
     sv.set_defaults(run=_serve)
     m = sub.add_parser("mcp", help="serve one tenant's memory to an MCP client over stdio")
     _common(m)
@@ -259,6 +262,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         use_ray=args.ray,
         replicas=args.replicas,
+        workers=args.workers,
     )
     return 0
 

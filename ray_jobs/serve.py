@@ -27,8 +27,9 @@ from engine.config import Config
 from engine.encode import Encoder, make_encoder
 from engine.errors import AmemError
 from engine.memory import Memory
-from engine.model.note import Hit, Interaction, Note, NoteVersion
+from engine.model.note import Interaction
 from engine.service.app import create_app
+from engine.service.workers import RefreshingReader
 from ray_jobs.cluster import ray_session
 
 QUERY_BATCH = 32
@@ -90,52 +91,21 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-class ReplicaMemory:
+class ReplicaMemory(RefreshingReader):
     """The app's Backend inside a replica: reads here (read-only store), writes on the writer."""
 
     def __init__(self, store: Path, writer: Any, encoder: Encoder) -> None:
-        # The reader never annotates, so it needs no LLM client whatever the environment says.
-        self.reader = Memory(store, Config.from_env(read_only=True, annotator="embedded"), encoder=encoder)
+        super().__init__(store, encoder)
         self.writer = writer
 
     def add_interactions(self, interactions: list[Interaction], tenant: str = "default") -> list[str]:
         ids: list[str] = _result(self.writer.add_interactions.remote(interactions, tenant))
-        self.reader.refresh(tenant)
+        self.memory.refresh(tenant)
         return ids
 
     def delete(self, note_id: str, tenant: str = "default") -> None:
         _result(self.writer.delete.remote(note_id, tenant))
-        self.reader.refresh(tenant)
-
-    def search(
-        self,
-        query: str,
-        tenant: str = "default",
-        k: int = 10,
-        as_of: Any = None,
-        include_superseded: bool = False,
-        expand_links: bool | None = None,
-    ) -> list[Hit]:
-        self.reader.refresh(tenant)
-        return self.reader.search(
-            query,
-            tenant=tenant,
-            k=k,
-            as_of=as_of,
-            include_superseded=include_superseded,
-            expand_links=expand_links,
-        )
-
-    def get(self, note_id: str, tenant: str = "default") -> Note:
-        self.reader.refresh(tenant)
-        return self.reader.get(note_id, tenant=tenant)
-
-    def history(self, note_id: str, tenant: str = "default") -> list[NoteVersion]:
-        self.reader.refresh(tenant)
-        return self.reader.history(note_id, tenant=tenant)
-
-    def close(self) -> None:
-        self.reader.close()
+        self.memory.refresh(tenant)
 
 
 def _result(response: Any) -> Any:

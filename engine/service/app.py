@@ -93,8 +93,9 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def create_app(store: Path, keys: Path | None, memory: Backend | None = None) -> FastAPI:
-    """The app over `memory`, or over a Memory opened on `store` (and closed at shutdown) when None."""
+def create_app(store: Path, keys: Path | None, memory: Backend | None = None, mcp: bool = True) -> FastAPI:
+    """The app over `memory`, or over a Memory opened on `store` (and closed at shutdown) when None;
+    without `mcp` there is no /mcp (a `--workers` reader forwards it to the writer)."""
     key_store = KeyStore(keys) if keys is not None else None
     owned = memory is None
     backend: Backend = memory if memory is not None else Memory(store, Config.from_env())
@@ -116,7 +117,8 @@ def create_app(store: Path, keys: Path | None, memory: Backend | None = None) ->
     )
     app.state.backend, app.state.keys, app.state.config = backend, key_store, config
     app.include_router(_router)
-    mount_mcp(app, backend, key_store)  # MCP over streamable HTTP at /mcp, same keys and tenants
+    if mcp:
+        mount_mcp(app, backend, key_store)  # MCP over streamable HTTP at /mcp, same keys and tenants
     app.add_middleware(BodyGuard, limit=config.service.max_request_bytes)
     _add_error_handlers(app)
     return app
@@ -221,7 +223,7 @@ def _interaction(item: MemoryIn, index: int) -> Interaction:
 
 
 @_router.post("/v1/search", response_model=SearchResponse, tags=["memories"])
-async def search(body: SearchRequest, tenant: Tenant, mem: Mem, request: Request) -> SearchResponse:
+async def search(body: SearchRequest, tenant: Tenant, mem: Mem, request: Request) -> Response:
     """Hybrid (dense + BM25) recall with optional 1-hop link expansion, at a point in time if as_of is set."""
     hits = await _read(
         request,
@@ -233,7 +235,9 @@ async def search(body: SearchRequest, tenant: Tenant, mem: Mem, request: Request
         include_superseded=body.include_superseded,
         expand_links=body.expand_links,
     )
-    return SearchResponse(hits=[hit_out(h) for h in hits])
+    # Serialised here, not by FastAPI, which would dump, validate and dump the hits again.
+    answer = SearchResponse.model_construct(hits=[hit_out(h) for h in hits])
+    return Response(answer.model_dump_json(), media_type="application/json")
 
 
 @_router.get("/v1/memories/{note_id}", response_model=NoteOut, tags=["memories"])

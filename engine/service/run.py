@@ -1,4 +1,5 @@
-"""`amem serve`: the recall app under uvicorn on this machine, or under Ray Serve replicas (--ray)."""
+"""`amem serve`: the recall app under uvicorn on this machine (one process, or a writer and readers:
+--workers), or under Ray Serve replicas (--ray)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,13 @@ def serve(
     port: int = 8420,
     use_ray: bool = False,
     replicas: int = 2,
+    workers: int = 1,
 ) -> None:
     """Serve until interrupted. Without a keys file there is no authentication, so only on loopback."""
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    if workers > 1 and use_ray:
+        raise ConfigError("--workers is for one machine; with --ray, use --replicas")
     if keys is None and not is_loopback(host):
         raise ConfigError(
             f"without --keys the service has no authentication; refusing to listen on {host} "
@@ -29,6 +35,11 @@ def serve(
         run_ray = ray_runner("serve")
 
         run_ray(Path(store), keys, host=host, port=port, replicas=replicas)
+        return
+    if workers > 1:
+        from engine.service.workers import serve_workers
+
+        serve_workers(Path(store), keys, host, port, workers)
         return
     import uvicorn
 

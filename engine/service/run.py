@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ipaddress
+import sys
 from pathlib import Path
 
 from engine.errors import ConfigError
@@ -24,6 +25,8 @@ def serve(
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     if workers > 1 and use_ray:
         raise ConfigError("--workers is for one machine; with --ray, use --replicas")
+    if workers > 1 and not sys.platform.startswith("linux"):
+        raise ConfigError("--workers needs Linux: SO_REUSEPORT spreads connections over the processes")
     if keys is None and not is_loopback(host):
         raise ConfigError(
             f"without --keys the service has no authentication; refusing to listen on {host} "

@@ -138,7 +138,9 @@ def note_out(note: Note) -> NoteOut:
 
 
 def hit_out(hit: Hit) -> HitOut:
-    return HitOut.model_construct(note=note_out(hit.note), score=hit.score, via=hit.via, superseded=hit.is_superseded)
+    return HitOut.model_construct(
+        note=note_out(hit.note), score=hit.score, via=hit.via, superseded=hit.is_superseded
+    )
 
 
 def version_out(v: NoteVersion) -> VersionOut:

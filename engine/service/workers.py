@@ -36,6 +36,7 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.config import Config
+from engine.errors import ConfigError
 from engine.encode import Encoder
 from engine.memory import Memory
 from engine.model.note import Hit, Interaction, Note, NoteVersion
@@ -91,7 +92,7 @@ def serve_workers(store: Path, keys: Path | None, host: str, port: int, workers:
     """Run the writer here and workers - 1 readers beside it until SIGINT / SIGTERM."""
     import uvicorn
 
-    public = shared_socket(host, port)
+    public = shared_socket(host, port, first=True)
     private = shared_socket("127.0.0.1", 0, reuse_port=False)
     port, writer_port = public.getsockname()[1], private.getsockname()[1]
     readers = Readers(
@@ -130,8 +131,17 @@ class OnShutdown:
         await self.app(scope, watched, send)
 
 
-def shared_socket(host: str, port: int, reuse_port: bool = True) -> socket.socket:
+def shared_socket(host: str, port: int, reuse_port: bool = True, first: bool = False) -> socket.socket:
+    """A listening socket; with `first`, refused when anything listens on the port already: any other
+    process of this user that set SO_REUSEPORT would otherwise share the port (and its traffic)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    if first and port:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if reuse_port:

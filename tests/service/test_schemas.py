@@ -35,6 +35,8 @@ def test_unvalidated_notes_dump_the_same_json(tmp_path: Path) -> None:
         assert note_out(note).model_dump_json() == validated(note).model_dump_json()
     built = SearchResponse.model_construct(hits=[hit_out(h) for h in hits]).model_dump_json()
     checked = SearchResponse(
-        hits=[HitOut(note=validated(h.note), score=h.score, via=h.via, superseded=h.is_superseded) for h in hits]
+        hits=[
+            HitOut(note=validated(h.note), score=h.score, via=h.via, superseded=h.is_superseded) for h in hits
+        ]
     ).model_dump_json()
     assert built == checked and len(hits) == 4

@@ -18,7 +18,8 @@ import anyio
 import httpx
 import pytest
 
-from engine.service import create_app
+from engine.errors import ConfigError
+from engine.service import create_app, serve
 from engine.service.forward import ForwardWrites, WorkerHeader, forwarded
 from engine.service.workers import RefreshingReader
 from tests.service import live
@@ -183,3 +184,16 @@ def test_two_processes_serve_one_port_and_reads_see_every_write(
     proc.terminate()
     assert proc.wait(timeout=60) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it stopped on
     assert not Path(f"/proc/{restarted}").exists()  # the writer stopped its reader before exiting
+
+
+def test_a_port_in_use_is_refused_not_shared(tmp_path: Path, keys_file: Path) -> None:
+    # With SO_REUSEPORT a second server of the same user would bind the port too and take half its
+    # connections: --workers refuses a port something listens on.
+    busy = live.free_socket()
+    busy.listen()
+    port = busy.getsockname()[1]
+    with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}"):
+        serve(tmp_path / "s", keys_file, port=port, workers=2)
+    with pytest.raises(ConfigError, match="at least 1"):
+        serve(tmp_path / "s", keys_file, workers=0)
+    busy.close()

@@ -36,8 +36,8 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.config import Config
-from engine.errors import ConfigError
 from engine.encode import Encoder
+from engine.errors import ConfigError
 from engine.memory import Memory
 from engine.model.note import Hit, Interaction, Note, NoteVersion
 from engine.service.app import create_app

@@ -9,8 +9,8 @@ bench/synthetic.py; embedded defaults) in a persistent store. At each size: inge
 segment, and of its last five batches (adding to a tenant of about that size); RSS per note (growth
 since the empty store over notes held: whole RSS, anonymous RSS without memory-mapped files, and the
 marginal anonymous growth since the previous size, which leaves out the fixed costs that caches fill
-early); single-query search p50/p99 (default, and with `as_of`); serial and
-8-thread QPS; the index tier and its recall@10 against exact search; reopen-to-first-search (a fresh
+early); single-query search p50/p99 (default, and with `as_of`); serial, 8-thread and batched
+(`search_many`, 32 queries a call) QPS; the index tier and its recall@10 against exact search; reopen-to-first-search (a fresh
 process opens the store and answers one query). The many-tenant shape adds `per_tenant` notes to each
 of `tenants` tenants and measures RSS per tenant and the first search on a tenant after reopen. Each
 engine runs in its own subprocess (`--worker`), the baseline with PYTHONPATH pointing at its checkout,
@@ -47,6 +47,16 @@ def anon_mb() -> float:
     """Anonymous RSS: the process's own memory, without memory-mapped files (versions, indexes on disk)."""
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("RssAnon")) / 1024
+
+
+def batch_qps(mem: Any, tenant: str, queries: list[str], size: int = 32) -> float | None:
+    """`Memory.search_many` in batches of `size` (None for an engine without it)."""
+    if not hasattr(mem, "search_many"):
+        return None
+    started = time.perf_counter()
+    for i in range(0, len(queries), size):
+        mem.search_many(queries[i : i + size], tenant=tenant, k=10)
+    return len(queries) / (time.perf_counter() - started)
 
 
 def concurrent_qps(mem: Any, tenant: str, queries: list[str], threads: int = 8) -> float:
@@ -181,6 +191,7 @@ def measure(mem: Any, path: Path, pythonpath: str, queries: list[str], as_of: An
     row: dict[str, Any] = {}
     row["tier"], row["ann_recall_at_10"] = ann_recall(mem, "big", queries[:100])
     row["concurrent_qps"] = concurrent_qps(mem, "big", queries)
+    row["batch_qps"] = batch_qps(mem, "big", queries)
     row.update({f"search_{k}": v for k, v in latencies(mem, "big", queries).items()})
     row.update({f"as_of_{k}": v for k, v in latencies(mem, "big", queries[:100], as_of).items()})
     mem.close()  # the store lock allows one writer: reopen in a fresh process
@@ -318,7 +329,7 @@ def main() -> None:
         "search_p99_ms",
         "as_of_p99_ms",
     ]
-    cols += ["search_qps", "concurrent_qps", "tier", "ann_recall_at_10", "reopen_s"]
+    cols += ["search_qps", "concurrent_qps", "batch_qps", "tier", "ann_recall_at_10", "reopen_s"]
     print(table(rows, cols))
     if args.remeasure:  # the grown curve's files stay as they are
         print(write_json("scale-remeasure", {"machine": machine(), "rows": rows}))

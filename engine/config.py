@@ -154,6 +154,8 @@ class RecallConfig:
     """Largest query (UTF-8 bytes) accepted; larger is refused (HTTP 413) before it reaches the encoder."""
     max_query_chars: int = 2000
     """A query past this is clipped for the encoder and BM25, so a search costs the same at any length."""
+    max_batch_queries: int = 64
+    """Most queries in one `search_many` (and `POST /v1/search/batch`) call; more is refused (HTTP 413)."""
     # Query-side levers (engine.recall: fusion, boosts, rounds); defaults from docs/recall.md's table.
     fusion: str = "minmax"
     """How dense and lexical scores combine: "minmax", "rrf" or "zscore" (engine.recall.fusion)."""
@@ -193,8 +195,8 @@ class RecallConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.lexical_weight <= 1.0:
             raise ConfigError("lexical_weight must be in [0, 1]")
-        if self.max_query_bytes < 1 or self.max_query_chars < 64:
-            raise ConfigError("max_query_bytes must be >= 1 and max_query_chars >= 64")
+        if self.max_query_bytes < 1 or self.max_query_chars < 64 or self.max_batch_queries < 1:
+            raise ConfigError("max_query_bytes and max_batch_queries must be >= 1 and max_query_chars >= 64")
         if self.fusion not in ("minmax", "rrf", "zscore"):
             raise ConfigError(f"fusion must be 'minmax', 'rrf' or 'zscore', got {self.fusion!r}")
         if self.neighbour_window < 1:

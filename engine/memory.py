@@ -25,7 +25,7 @@ from engine.gc_pause import gc_paused
 from engine.model.changes import ChangeSet
 from engine.model.note import AnnotatedBy, Hit, Interaction, Note, NoteVersion
 from engine.model.timeutil import TimeLike, parse_time
-from engine.recall.search import Recipe, search
+from engine.recall.search import Recipe, search, search_many
 from engine.state.tenant_state import TenantMemory
 from engine.storage.pool import Tenant, TenantPool
 from engine.write import edits
@@ -179,6 +179,35 @@ class Memory:
         vec = self.encoder.encode_batch([query])[0]
         with self._pool.use(tenant, create=False, search_only=True) as t:
             return [] if t is None else search(t.state, vec, query, recipe)
+
+    def search_many(
+        self,
+        queries: list[str],
+        tenant: str = "default",
+        k: int = 10,
+        as_of: TimeLike | None = None,
+        include_superseded: bool = False,
+        expand_links: bool | None = None,
+        lexical_weight: float | None = None,
+    ) -> list[list[Hit]]:
+        """`search` for each query (same hits), in one call: one encoder call and one pass over the
+        tenant's vectors for the whole batch, at most `RecallConfig.max_batch_queries` queries."""
+        limit = self.config.recall.max_batch_queries
+        if not isinstance(queries, list) or not queries:
+            raise InputError("queries must be a non-empty list of strings", field="queries")
+        if len(queries) > limit:
+            raise TooLarge(f"{len(queries)} queries, more than the limit of {limit}", field="queries")
+        for i, query in enumerate(queries):
+            try:
+                recipe = self._recipe(query, k, as_of, include_superseded, expand_links, lexical_weight)
+            except InputError as exc:
+                if exc.field != "query":
+                    raise
+                raise type(exc)(str(exc), field=f"queries.{i}") from None
+        texts = [q[: self.config.recall.max_query_chars] for q in queries]
+        vecs = self.encoder.encode_batch(texts)
+        with self._pool.use(tenant, create=False, search_only=True) as t:
+            return [[] for _ in texts] if t is None else search_many(t.state, vecs, texts, recipe)
 
     def _recipe(
         self,

@@ -21,9 +21,10 @@ import numpy as np
 from engine.config import Config, RecallConfig
 from engine.model.note import Hit, Note
 from engine.model.timeutil import utcnow
-from engine.recall.query import analyse
+from engine.recall.query import QueryInfo, analyse
 from engine.recall.rounds import Ranker, lexical_scores
-from engine.recall.view import view_of
+from engine.recall.sparse import SparseScores
+from engine.recall.view import TenantView, view_of
 from engine.recall.visible import visible
 from engine.state.tenant_state import TenantMemory
 
@@ -78,38 +79,63 @@ class Recipe:
 
 
 def search(tm: TenantMemory, query_vec: np.ndarray, query: str, recipe: Recipe) -> list[Hit]:
+    return search_many(tm, query_vec[None, :], [query], recipe)[0]
+
+
+def search_many(
+    tm: TenantMemory, query_vecs: np.ndarray, queries: list[str], recipe: Recipe
+) -> list[list[Hit]]:
+    """Each query's hits, as `search` gives them; the batch shares one dense search (one pass over the
+    tenant's rows for all of them) and its lexical stages run together in the pool."""
     mask = visible(tm, recipe.as_of, recipe.include_superseded)
-    slots, scores = fuse(tm, query_vec, query, mask, recipe)
-    hits = [Hit(note=tm.notes.at(int(s)), score=float(c)) for s, c in zip(slots, scores, strict=True)]
-    if recipe.expand_links and hits:
-        hits = expand(tm, hits, mask, recipe)
-    for hit in hits:
-        hit.is_superseded = not _valid(hit, recipe.as_of)
-    return hits
+    out = []
+    for slots, scores in fuse(tm, query_vecs, queries, mask, recipe):
+        hits = [Hit(note=tm.notes.at(int(s)), score=float(c)) for s, c in zip(slots, scores, strict=True)]
+        if recipe.expand_links and hits:
+            hits = expand(tm, hits, mask, recipe)
+        for hit in hits:
+            hit.is_superseded = not _valid(hit, recipe.as_of)
+        out.append(hits)
+    return out
 
 
 def fuse(
-    tm: TenantMemory, query_vec: np.ndarray, query: str, mask: np.ndarray, recipe: Recipe
-) -> tuple[np.ndarray, np.ndarray]:
-    """Slots and fused scores, best first, at most k."""
+    tm: TenantMemory, query_vecs: np.ndarray, queries: list[str], mask: np.ndarray, recipe: Recipe
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query: slots and fused scores, best first, at most k."""
     depth = max(50, 4 * recipe.k)
-    w = recipe.lexical_weight
+    w, levers = recipe.lexical_weight, recipe.levers
     view = view_of(tm)
-    info = analyse(query, view.participants, recipe.levers.strip_names)
-    pending = None
-    if w > 0:  # tantivy and FAISS both let go of the GIL: the two searches overlap on two cores
-        levers = recipe.levers
-        pending = _lexical_pool().submit(
-            lexical_scores, tm, info, mask, levers.prf_weight, levers.prf_content_seeds
-        )
-    dense_hits = tm.index.search(query_vec[None, :], depth, mask)[0]
+    infos = [analyse(q, view.participants, levers.strip_names) for q in queries]
+    pending = [  # tantivy and FAISS both let go of the GIL: the two searches overlap on two cores
+        _lexical_pool().submit(lexical_scores, tm, info, mask, levers.prf_weight, levers.prf_content_seeds)
+        for info in (infos if w > 0 else [])
+    ]
+    dense = tm.index.search(query_vecs, depth, mask)
+    out = []
+    for i, (vec, info, dense_hits) in enumerate(zip(query_vecs, infos, dense, strict=True)):
+        lexical = pending[i].result() if pending else None
+        out.append(_rank(tm, view, info, vec, dense_hits, lexical, mask, recipe, depth))
+    return out
+
+
+def _rank(
+    tm: TenantMemory,
+    view: TenantView,
+    info: QueryInfo,
+    query_vec: np.ndarray,
+    dense_hits: list[tuple[int, float]],
+    lexical: SparseScores | None,
+    mask: np.ndarray,
+    recipe: Recipe,
+    depth: int,
+) -> tuple[np.ndarray, np.ndarray]:
     union = {s for s, _ in dense_hits}
-    lexical = None if pending is None else pending.result()
     if lexical is not None:
         union.update(int(s) for s in lexical.top(depth))
     if not union:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    ranker = Ranker(tm, view, info, query_vec, lexical, mask, w, recipe.levers, depth)
+    ranker = Ranker(tm, view, info, query_vec, lexical, mask, recipe.lexical_weight, recipe.levers, depth)
     slots, fused = ranker.rank(np.fromiter(union, dtype=np.int64))
     if recipe.recency_half_life_days:
         fused = fused * _recency(tm, slots, recipe)

@@ -31,24 +31,22 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from engine.config import Config
-from engine.errors import ConfigError, InputError, LLMError, NotFound, StoreError, StoreLocked, TooLarge
+from engine.errors import ConfigError, InputError, TooLarge
 from engine.memory import Memory
 from engine.model.note import Hit, Interaction, Note, NoteVersion
 from engine.model.tenant_name import validate_tenant
 from engine.service.guard import (
-    RETRY_AFTER,
     BodyGuard,
-    Overloaded,
     admit,
-    excerpt,
-    overloaded,
-    validation_error,
 )
+from engine.service.handlers import KEYS_BROKEN, add_error_handlers
 from engine.service.keys import KeyStore
 from engine.service.mcp_http import mount_mcp
 from engine.service.schemas import (
     AddRequest,
     AddResponse,
+    BatchSearchRequest,
+    BatchSearchResponse,
     HistoryResponse,
     KeyOut,
     KeyRequest,
@@ -65,7 +63,6 @@ from engine.write.validate import check_size, to_interaction
 log = logging.getLogger("amem.service")
 OPEN_TENANT_HEADER = "X-Amem-Tenant"
 """Without a keys file (local development only) the tenant comes from this header, default 'default'."""
-NOT_FOUND = "note not found"
 T = TypeVar("T")
 
 
@@ -83,6 +80,16 @@ class Backend(Protocol):
         include_superseded: bool = ...,
         expand_links: bool | None = ...,
     ) -> list[Hit]: ...
+
+    def search_many(
+        self,
+        queries: list[str],
+        tenant: str = ...,
+        k: int = ...,
+        as_of: Any = ...,
+        include_superseded: bool = ...,
+        expand_links: bool | None = ...,
+    ) -> list[list[Hit]]: ...
 
     def get(self, note_id: str, tenant: str = ...) -> Note: ...
 
@@ -120,7 +127,7 @@ def create_app(store: Path, keys: Path | None, memory: Backend | None = None, mc
     if mcp:
         mount_mcp(app, backend, key_store)  # MCP over streamable HTTP at /mcp, same keys and tenants
     app.add_middleware(BodyGuard, limit=config.service.max_request_bytes)
-    _add_error_handlers(app)
+    add_error_handlers(app)
     return app
 
 
@@ -240,6 +247,25 @@ async def search(body: SearchRequest, tenant: Tenant, mem: Mem, request: Request
     return Response(answer.model_dump_json(), media_type="application/json")
 
 
+@_router.post("/v1/search/batch", response_model=BatchSearchResponse, tags=["memories"])
+async def search_batch(body: BatchSearchRequest, tenant: Tenant, mem: Mem, request: Request) -> Response:
+    """Several searches with the same options in one call (one pass over the tenant's vectors for all)."""
+    results = await _read(
+        request,
+        mem.search_many,
+        body.queries,
+        tenant=tenant,
+        k=body.k,
+        as_of=body.as_of,
+        include_superseded=body.include_superseded,
+        expand_links=body.expand_links,
+    )
+    answers = [SearchResponse.model_construct(hits=[hit_out(h) for h in hits]) for hits in results]
+    return Response(
+        BatchSearchResponse.model_construct(results=answers).model_dump_json(), media_type="application/json"
+    )
+
+
 @_router.get("/v1/memories/{note_id}", response_model=NoteOut, tags=["memories"])
 async def get_memory(note_id: str, tenant: Tenant, mem: Mem, request: Request) -> NoteOut:
     return note_out(await _read(request, mem.get, note_id, tenant=tenant))
@@ -267,7 +293,7 @@ async def healthz(request: Request) -> JSONResponse:
             keys.list()
     except ConfigError as exc:
         log.error("healthz: %s", exc)
-        return JSONResponse({"status": "error", "detail": _KEYS_BROKEN}, status_code=503)
+        return JSONResponse({"status": "error", "detail": KEYS_BROKEN}, status_code=503)
     return JSONResponse({"status": "ok"})
 
 
@@ -287,49 +313,3 @@ def remove_key(key_id: str, keys: Admin) -> Response:
     if not keys.remove(key_id):
         raise HTTPException(404, "no such key")
     return Response(status_code=204)
-
-
-# --- errors ---------------------------------------------------------------------------------
-def _add_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(InputError, _input_error)  # type: ignore[arg-type]
-    app.add_exception_handler(NotFound, _not_found)  # type: ignore[arg-type]
-    app.add_exception_handler(StoreError, _store_error)  # type: ignore[arg-type]
-    app.add_exception_handler(LLMError, _llm_error)  # type: ignore[arg-type]
-    app.add_exception_handler(ConfigError, _config_error)  # type: ignore[arg-type]
-    app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
-    app.add_exception_handler(Overloaded, overloaded)  # type: ignore[arg-type]
-
-
-def _input_error(_: Request, exc: InputError) -> JSONResponse:
-    parts = ["body", *exc.field.split(".")] if exc.field else ["body"]
-    loc = [int(p) if p.isdigit() else p for p in parts]
-    kind, status = ("too_large", 413) if isinstance(exc, TooLarge) else ("value_error", 422)
-    return JSONResponse({"detail": [{"type": kind, "loc": loc, "msg": excerpt(str(exc), 320)}]}, status)
-
-
-_KEYS_BROKEN = "the API keys file cannot be used; the server log says why"
-
-
-def _config_error(request: Request, exc: ConfigError) -> JSONResponse:
-    # Fail closed, and keep server paths out of the answer: the operator reads them in the log.
-    log.error("%s %s: %s", request.method, request.url.path, exc)
-    return JSONResponse({"detail": _KEYS_BROKEN}, status_code=503, headers=RETRY_AFTER)
-
-
-def _not_found(_: Request, exc: NotFound) -> JSONResponse:
-    # One body for "never existed" and "another tenant's": the message would otherwise tell them apart.
-    return JSONResponse({"detail": NOT_FOUND}, status_code=404)
-
-
-def _store_error(request: Request, exc: StoreError) -> JSONResponse:
-    log.error("%s %s: %s", request.method, request.url.path, exc)
-    busy = isinstance(exc, StoreLocked)
-    detail = (
-        "the tenant's store is held by another writer; retry later" if busy else "the store cannot be written"
-    )
-    return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": "1"} if busy else None)
-
-
-def _llm_error(request: Request, exc: LLMError) -> JSONResponse:
-    log.error("%s %s: %s", request.method, request.url.path, exc)
-    return JSONResponse({"detail": f"the LLM backend failed: {type(exc).__name__}"}, status_code=502)

@@ -2,7 +2,7 @@
 
 Forwarded as it came (method, path, query, headers, body streamed both ways), so the writer applies the
 same authentication, limits and errors as on a direct request: writes, key administration and MCP (whose
-sessions live in one process). A reader answers searches and GETs itself.
+sessions live in one process). A reader answers searches (single and batched) and GETs itself.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def forwarded(method: str, path: str) -> bool:
     """Whether a reader sends this request to the writer."""
     if path == "/mcp" or path.startswith("/mcp/"):
         return True
-    return method not in READS and path != "/v1/search"
+    return method not in READS and path not in ("/v1/search", "/v1/search/batch")
 
 
 class ForwardWrites:

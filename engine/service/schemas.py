@@ -42,14 +42,21 @@ class AddResponse(BaseModel):
     ids: list[str] = Field(description="The note id of every memory, in input order.")
 
 
-class SearchRequest(_Request):
-    query: StrictStr = Field(min_length=1)
+class _SearchOptions(_Request):
     k: StrictInt = Field(10, ge=1, le=1000, description='An integer: true and "5" are refused.')
     as_of: TimeIn | None = Field(None, description="What was true at this time (ISO-8601 or epoch seconds).")
     include_superseded: StrictBool = False
     expand_links: StrictBool | None = Field(
         None, description="Add linked notes of strong hits (default: server config)."
     )
+
+
+class SearchRequest(_SearchOptions):
+    query: StrictStr = Field(min_length=1)
+
+
+class BatchSearchRequest(_SearchOptions):
+    queries: list[StrictStr] = Field(min_length=1, description="Searched together: one pass over the tenant.")
 
 
 class LinkOut(BaseModel):
@@ -86,6 +93,10 @@ class HitOut(BaseModel):
 
 class SearchResponse(BaseModel):
     hits: list[HitOut]
+
+
+class BatchSearchResponse(BaseModel):
+    results: list[SearchResponse] = Field(description="One per query, in request order.")
 
 
 class VersionOut(BaseModel):

@@ -70,6 +70,25 @@ class RefreshingReader:
             query, tenant, k=k, as_of=as_of, include_superseded=include_superseded, expand_links=expand_links
         )
 
+    def search_many(
+        self,
+        queries: list[str],
+        tenant: str = "default",
+        k: int = 10,
+        as_of: Any = None,
+        include_superseded: bool = False,
+        expand_links: bool | None = None,
+    ) -> list[list[Hit]]:
+        self.memory.refresh(tenant)
+        return self.memory.search_many(
+            queries,
+            tenant,
+            k=k,
+            as_of=as_of,
+            include_superseded=include_superseded,
+            expand_links=expand_links,
+        )
+
     def get(self, note_id: str, tenant: str = "default") -> Note:
         self.memory.refresh(tenant)
         return self.memory.get(note_id, tenant=tenant)

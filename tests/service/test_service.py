@@ -183,3 +183,17 @@ def test_amem_serve_subprocess(tmp_path: Path, keys_file: Path) -> None:
         proc.terminate()
         out = proc.communicate(timeout=30)[0].decode()
     assert proc.returncode in (0, -15), out
+
+
+def test_batch_search_answers_each_query_in_order(base_url: str) -> None:
+    with client(base_url, BOB) as c:
+        ids = add(c, "Bob restores antique cuckoo clocks.", "Bob grows heirloom tomatoes on the balcony.")
+        r = c.post("/v1/search/batch", json={"queries": ["who restores cuckoo clocks", "heirloom tomatoes"]})
+        assert r.status_code == 200, r.text
+        results = r.json()["results"]
+        assert [res["hits"][0]["note"]["id"] for res in results] == ids
+        assert results[1] == c.post("/v1/search", json={"query": "heirloom tomatoes"}).json()
+        blank = c.post("/v1/search/batch", json={"queries": ["fine", "  "]})
+        assert blank.status_code == 422 and blank.json()["detail"][0]["loc"] == ["body", "queries", 1]
+        many = c.post("/v1/search/batch", json={"queries": ["q"] * 65})
+        assert many.status_code == 413 and many.json()["detail"][0]["loc"] == ["body", "queries"]

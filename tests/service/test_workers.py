@@ -59,7 +59,7 @@ def memories(*contents: str) -> dict[str, list[dict[str, str]]]:
 
 
 def test_what_a_reader_forwards() -> None:
-    assert not forwarded("POST", "/v1/search")
+    assert not forwarded("POST", "/v1/search") and not forwarded("POST", "/v1/search/batch")
     assert not forwarded("GET", "/v1/memories/abc/history")
     assert forwarded("POST", "/v1/memories") and forwarded("DELETE", "/v1/memories/abc")
     assert forwarded("POST", "/v1/keys") and forwarded("GET", "/mcp") and forwarded("POST", "/mcp/")
@@ -75,6 +75,9 @@ def test_reader_answers_reads_and_forwards_writes(pair: tuple[str, str]) -> None
         assert found.headers["x-amem-worker"] == "1"
         assert found.json()["hits"][0]["note"]["id"] == note  # the reader caught up with the writer's log
         assert c.get(f"/v1/memories/{note}").json()["content"].startswith("Alice keeps bees")
+        batch = c.post("/v1/search/batch", json={"queries": ["who keeps bees", "roof in Porto"]})
+        assert batch.headers["x-amem-worker"] == "1"
+        assert [r["hits"][0]["note"]["id"] for r in batch.json()["results"]] == [note, note]
         assert c.delete(f"/v1/memories/{note}").status_code == 204
         assert c.get(f"/v1/memories/{note}").status_code == 404
 

@@ -11,9 +11,9 @@ since the empty store over notes held: whole RSS, anonymous RSS without memory-m
 marginal anonymous growth since the previous size, which leaves out the fixed costs that caches fill
 early); single-query search p50/p99 (default, and with `as_of`); serial, 8-thread and batched
 (`search_many`, 32 queries a call) QPS; the index tier and its recall@10 against exact search;
-reopen-to-first-search (a fresh process opens the store and answers one query). The many-tenant shape adds `per_tenant` notes to each
-of `tenants` tenants and measures RSS per tenant and the first search on a tenant after reopen. Each
-engine runs in its own subprocess (`--worker`), the baseline with PYTHONPATH pointing at its checkout,
+reopen-to-first-search (a fresh process opens the store and answers one query). The many-tenant shape
+adds `per_tenant` notes to each of `tenants` tenants and measures RSS per tenant and the first search on
+a tenant after reopen. Each engine runs in its own subprocess (`--worker`), the baseline with PYTHONPATH pointing at its checkout,
 so both are measured by the same code in the same run.
 """
 

@@ -13,8 +13,8 @@ early); single-query search p50/p99 (default, and with `as_of`); serial, 8-threa
 (`search_many`, 32 queries a call) QPS; the index tier and its recall@10 against exact search;
 reopen-to-first-search (a fresh process opens the store and answers one query). The many-tenant shape
 adds `per_tenant` notes to each of `tenants` tenants and measures RSS per tenant and the first search on
-a tenant after reopen. Each engine runs in its own subprocess (`--worker`), the baseline with PYTHONPATH pointing at its checkout,
-so both are measured by the same code in the same run.
+a tenant after reopen. Each engine runs in its own subprocess (`--worker`), the baseline with PYTHONPATH
+pointing at its checkout, so both are measured by the same code in the same run.
 """
 
 from __future__ import annotations

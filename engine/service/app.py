@@ -35,6 +35,7 @@ from engine.errors import ConfigError, InputError, TooLarge
 from engine.memory import Memory
 from engine.model.note import Hit, Interaction, Note, NoteVersion
 from engine.model.tenant_name import validate_tenant
+from engine.service.batcher import SearchBatcher
 from engine.service.guard import (
     BodyGuard,
     admit,
@@ -123,6 +124,7 @@ def create_app(store: Path, keys: Path | None, memory: Backend | None = None, mc
         description="Agentic memory (A-MEM) notes per tenant: add, hybrid search, history, delete.",
     )
     app.state.backend, app.state.keys, app.state.config = backend, key_store, config
+    app.state.batcher = SearchBatcher(backend, config)  # concurrent searches share a search_many
     app.include_router(_router)
     if mcp:
         mount_mcp(app, backend, key_store)  # MCP over streamable HTTP at /mcp, same keys and tenants
@@ -230,13 +232,13 @@ def _interaction(item: MemoryIn, index: int) -> Interaction:
 
 
 @_router.post("/v1/search", response_model=SearchResponse, tags=["memories"])
-async def search(body: SearchRequest, tenant: Tenant, mem: Mem, request: Request) -> Response:
-    """Hybrid (dense + BM25) recall with optional 1-hop link expansion, at a point in time if as_of is set."""
-    hits = await _read(
-        request,
-        mem.search,
+async def search(body: SearchRequest, tenant: Tenant, request: Request) -> Response:
+    """Hybrid (dense + BM25) recall with optional 1-hop link expansion, at a point in time if as_of is set.
+    Searches queued together run as one batch (engine/service/batcher.py)."""
+    hits = await request.app.state.batcher.search(
+        request.app.state.reads,
         body.query,
-        tenant=tenant,
+        tenant,
         k=body.k,
         as_of=body.as_of,
         include_superseded=body.include_superseded,

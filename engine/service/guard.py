@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -116,17 +117,24 @@ async def admit(
     limiter: anyio.CapacityLimiter, config: ServiceConfig, fn: Callable[..., T], *args: Any, **kwargs: Any
 ) -> T:
     """Run `fn` in a worker thread once `limiter` admits it, or raise Overloaded (-> 503, Retry-After)."""
-    if limiter.available_tokens < 1 and limiter.statistics().tasks_waiting >= config.max_waiting:
-        raise Overloaded("too many requests waiting")
-    admitted = False
-    with anyio.move_on_after(config.request_timeout_s):
-        await limiter.acquire()
-        admitted = True
-    if not admitted:
-        raise Overloaded(f"no worker free within {config.request_timeout_s:g} s")
-    try:
+    async with admitted(limiter, config):
         # The thread itself runs under anyio's default limiter; `limiter` is what bounds the work.
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+
+@asynccontextmanager
+async def admitted(limiter: anyio.CapacityLimiter, config: ServiceConfig) -> AsyncIterator[None]:
+    """Hold one of `limiter`'s places, or raise Overloaded when too many wait or none frees in time."""
+    if limiter.available_tokens < 1 and limiter.statistics().tasks_waiting >= config.max_waiting:
+        raise Overloaded("too many requests waiting")
+    got = False
+    with anyio.move_on_after(config.request_timeout_s):
+        await limiter.acquire()
+        got = True
+    if not got:
+        raise Overloaded(f"no worker free within {config.request_timeout_s:g} s")
+    try:
+        yield
     finally:
         limiter.release()
 

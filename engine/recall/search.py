@@ -107,14 +107,17 @@ def fuse(
     w, levers = recipe.lexical_weight, recipe.levers
     view = view_of(tm)
     infos = [analyse(q, view.participants, levers.strip_names) for q in queries]
-    pending = [  # tantivy and FAISS both let go of the GIL: the two searches overlap on two cores
-        _lexical_pool().submit(lexical_scores, tm, info, mask, levers.prf_weight, levers.prf_content_seeds)
-        for info in (infos if w > 0 else [])
-    ]
+    pending = None
+    if w > 0:  # tantivy and FAISS both let go of the GIL: the two searches overlap on two cores
+        # One thread for the whole batch's lexical stages: they share the tenant's index (its lazy commit,
+        # its last-query cache) and note cache, which take one reader at a time.
+        pending = _lexical_pool().submit(
+            lambda: [lexical_scores(tm, i, mask, levers.prf_weight, levers.prf_content_seeds) for i in infos]
+        )
     dense = tm.index.search(query_vecs, depth, mask)
+    lexicals = pending.result() if pending is not None else [None] * len(infos)
     out = []
-    for i, (vec, info, dense_hits) in enumerate(zip(query_vecs, infos, dense, strict=True)):
-        lexical = pending[i].result() if pending else None
+    for vec, info, dense_hits, lexical in zip(query_vecs, infos, dense, lexicals, strict=True):
         out.append(_rank(tm, view, info, vec, dense_hits, lexical, mask, recipe, depth))
     return out
 

@@ -5,11 +5,12 @@ expansion; bad batches are refused naming the field."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from bench.synthetic import chat, queries
-from engine import Memory
+from engine import Config, Memory
 from engine.errors import InputError, TooLarge
 from engine.model.note import Hit
 
@@ -59,3 +60,21 @@ def test_bad_batches_name_the_field(mem: Memory) -> None:
     with pytest.raises(TooLarge) as many:
         mem.search_many(["q"] * (mem.config.recall.max_batch_queries + 1), tenant="t")
     assert many.value.field == "queries"
+
+
+def test_a_reader_that_caught_up_batches_like_it_searches(tmp_path: Path) -> None:
+    # A read-only Memory replays the writer's log into uncommitted lexical writes; the batch's first
+    # lexical stage commits them. Its stages share that index: they must not commit it twice at once.
+    with Memory(tmp_path / "s") as writer:
+        writer.add_many(chat(200, seed=9), tenant="t")
+        reader = Memory(tmp_path / "s", Config.of(read_only=True))
+        reader.search("warm", tenant="t")
+        writer.add_many(chat(200, seed=10), tenant="t")
+        batch = queries(12, seed=2)
+        for _ in range(3):
+            reader.refresh("t")
+            got = reader.search_many(batch, tenant="t")
+            for query, hits in zip(batch, got, strict=True):
+                same(hits, reader.search(query, tenant="t"))
+            writer.add_many(chat(50, seed=11 + _), tenant="t")
+        reader.close()

@@ -86,7 +86,7 @@ def search_many(
     tm: TenantMemory, query_vecs: np.ndarray, queries: list[str], recipe: Recipe
 ) -> list[list[Hit]]:
     """Each query's hits, as `search` gives them; the batch shares one dense search (one pass over the
-    tenant's rows for all of them) and its lexical stages run together in the pool."""
+    tenant's rows for all of them), beside one pool thread running every query's lexical stage."""
     mask = visible(tm, recipe.as_of, recipe.include_superseded)
     out = []
     for slots, scores in fuse(tm, query_vecs, queries, mask, recipe):

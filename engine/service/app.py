@@ -36,10 +36,7 @@ from engine.memory import Memory
 from engine.model.note import Hit, Interaction, Note, NoteVersion
 from engine.model.tenant_name import validate_tenant
 from engine.service.batcher import SearchBatcher
-from engine.service.guard import (
-    BodyGuard,
-    admit,
-)
+from engine.service.guard import BodyGuard, admit
 from engine.service.handlers import KEYS_BROKEN, add_error_handlers
 from engine.service.keys import KeyStore
 from engine.service.mcp_http import mount_mcp

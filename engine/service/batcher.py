@@ -73,20 +73,12 @@ class SearchBatcher:
                 del self._queued[key]
 
     async def _run(self, batch: list[_Search], tenant: str, options: dict[str, Any]) -> None:
-        try:
-            results = await anyio.to_thread.run_sync(
-                self._search_many, [s.query for s in batch], tenant, options
-            )
-        except BaseException as exc:  # every search of the batch gets it, and the caller's own is raised
-            for search in batch:
-                if not search.answer.done():
-                    search.answer.set_exception(exc)
-            return
-        for search, hits in zip(batch, results, strict=True):
-            if isinstance(hits, BaseException):
-                search.answer.set_exception(hits)
-            else:
-                search.answer.set_result(hits)
+        # A task of its own: if the request that runs the batch goes away, the others still get answers.
+        work = asyncio.ensure_future(
+            anyio.to_thread.run_sync(self._search_many, [s.query for s in batch], tenant, options)
+        )
+        work.add_done_callback(lambda done: _deliver(batch, done))
+        await asyncio.wait([work])  # unlike awaiting the task, cancelling this wait leaves the work running
 
     def _search_many(self, queries: list[str], tenant: str, options: dict[str, Any]) -> list[Any]:
         """Each query's hits, or the InputError that query alone raises."""
@@ -102,3 +94,15 @@ class SearchBatcher:
             return self.backend.search(query, tenant=tenant, **options)
         except InputError as exc:
             return exc
+
+
+def _deliver(batch: list[_Search], done: asyncio.Future[list[Any]]) -> None:
+    """Each search its hits, or its own InputError; a failure of the whole batch to all of them."""
+    failed = done.exception()
+    for search, hits in zip(batch, [failed] * len(batch) if failed else done.result(), strict=True):
+        if search.answer.done():
+            continue
+        if isinstance(hits, BaseException):
+            search.answer.set_exception(hits)
+        else:
+            search.answer.set_result(hits)

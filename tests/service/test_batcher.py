@@ -5,6 +5,7 @@ would get alone, a bad query fails only its own request, and an overloaded queue
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -100,5 +101,30 @@ def test_overloaded_queue_is_refused_and_forgotten(mem: Memory) -> None:
         with pytest.raises(Overloaded):
             await batcher.search(limiter, "bicycle", "a")
         assert batcher._queued == {}  # nothing left behind for a later batch to run
+
+    asyncio.run(scenario())
+
+
+def test_the_others_get_answers_when_the_running_request_goes_away(mem: Memory) -> None:
+    class Slow(Recording):
+        def search_many(self, batch: list[str], **options: Any) -> Any:
+            time.sleep(0.3)  # long enough to cancel the request that runs it
+            return super().search_many(batch, **options)
+
+    batcher = SearchBatcher(Slow(mem), mem.config)
+
+    async def scenario() -> None:
+        limiter = anyio.CapacityLimiter(1)
+        await limiter.acquire()
+        batch = ["bicycle", "piano", "kayak"]
+        tasks = [asyncio.ensure_future(batcher.search(limiter, q, "a")) for q in batch]
+        await asyncio.sleep(0.05)
+        limiter.release()
+        await asyncio.sleep(0.1)  # the first search now runs all three in a worker thread
+        tasks[0].cancel()
+        rest = await asyncio.gather(*tasks[1:])
+        assert tasks[0].cancelled()
+        for query, hits in zip(batch[1:], rest, strict=True):
+            assert [h.note.id for h in hits] == [h.note.id for h in mem.search(query, tenant="a")]
 
     asyncio.run(scenario())

@@ -2,10 +2,10 @@
 
 Run from the repo root: `python -m bench.service` (30 s, 64 clients) or `--quick` (5 s). It builds the
 store once (synthetic interactions through Memory with the embedded defaults, two processes, cached
-under bench/results/stores/), starts `amem serve` on 127.0.0.1, warms every tenant (one search each,
-then 3 s of unmeasured load: each process of `--serve-args "--workers N"` opens a tenant on its own
-first use), then 64 clients each send searches back to back for the duration. Reports QPS, p50/p99
-latency and errors (must be 0), the server's memory per note (all its processes), and, in the same
+under bench/results/stores/), starts `amem serve` on 127.0.0.1 (with `--workers N`, waits until all N
+processes answer), warms every tenant (one search each, then 3 s of unmeasured load), then 64 clients
+each send searches back to back for the duration. Reports QPS, p50/p99 latency and errors (must be 0),
+the server's memory per note (all its processes), and, in the same
 run, in-process `Memory.search` latency on the same store and queries: the floor the HTTP service is
 compared with. Clients and server share the machine's cores, so on a small machine the client's own CPU
 use lowers the QPS.
@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     server, startup_s = _start_server(store, keys["path"], port, args.server_root, args.serve_args)
     try:
         url = f"http://127.0.0.1:{port}"
+        _all_workers(url, args.serve_args)
         warm_s = _warm(url, keys["by_tenant"])
         runs = _measure(url, keys["by_tenant"], args)
         rss = _tree_rss_bytes(server.pid)
@@ -164,6 +165,20 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def _all_workers(url: str, serve_args: str, timeout_s: float = 180.0) -> None:
+    """With `--workers N`, wait until all N processes answer (a reader joins the port once its tenants are
+    open): a run measures all of them, not the writer alone at first."""
+    flags = shlex.split(serve_args)
+    wanted = int(flags[flags.index("--workers") + 1]) if "--workers" in flags else 1
+    seen: set[str] = set()
+    deadline = time.perf_counter() + timeout_s
+    while len(seen) < wanted:
+        if time.perf_counter() > deadline:
+            raise SystemExit(f"only workers {sorted(seen)} of {wanted} answered within {timeout_s:g} s")
+        seen.add(httpx.get(f"{url}/healthz", timeout=5).headers.get("x-amem-worker", "0"))  # a new connection
+        time.sleep(0.05)
 
 
 def _warm(url: str, keys: dict[str, str]) -> float:

@@ -18,6 +18,7 @@ import anyio
 import httpx
 import pytest
 
+from engine import Memory
 from engine.errors import ConfigError
 from engine.service import create_app, serve
 from engine.service.forward import ForwardWrites, WorkerHeader, forwarded
@@ -112,6 +113,17 @@ def test_mcp_through_a_reader(pair: tuple[str, str]) -> None:
             assert hits[0]["id"] == note
 
     anyio.run(scenario)
+
+
+def test_a_reader_opens_the_stores_tenants_before_it_serves(tmp_path: Path) -> None:
+    with Memory(tmp_path / "s") as writer:
+        for tenant in ("ann", "bob", "cyd"):
+            writer.add(f"{tenant} keeps a diary", tenant=tenant)
+        reader = RefreshingReader(tmp_path / "s")
+        assert reader.memory.resident_tenants() == []
+        assert reader.warm() == 3
+        assert sorted(reader.memory.resident_tenants()) == ["ann", "bob", "cyd"]
+        reader.close()
 
 
 def test_writer_gone_is_503_with_retry_after(tmp_path: Path, keys_file: Path) -> None:

@@ -15,8 +15,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _HOP_BY_HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"host", b"upgrade", b"te", b"trailer"}
-_SERVER_ADDED = {b"date", b"server"}
-"""Headers this process's own server adds to every answer: the writer's copies are left out."""
+_NOT_PASSED_BACK = _HOP_BY_HOP | {b"date", b"server"}
+"""Of the writer's answer: hop-by-hop headers, and those this process's own server adds again."""
 WORKER_HEADER = b"x-amem-worker"
 _UNREACHABLE = json.dumps({"detail": "the writer process is not reachable; retry later"}).encode()
 
@@ -57,8 +57,7 @@ class ForwardWrites:
             await _reply(send, 503, _UNREACHABLE)
             return
         try:
-            dropped = _HOP_BY_HOP | _SERVER_ADDED
-            headers = [(k, v) for k, v in response.headers.raw if k.lower() not in dropped]
+            headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _NOT_PASSED_BACK]
             await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
             async for chunk in response.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})

@@ -44,6 +44,7 @@ from engine.service.app import create_app
 from engine.service.forward import ForwardWrites, WorkerHeader
 
 log = logging.getLogger("amem.service")
+_NO_WRITES = "a reader process does not write: ForwardWrites sends writes to the writer"
 RESTART_DELAY_S = 1.0
 """Wait before restarting a reader that exited: a reader that fails at start must not spin the CPU."""
 
@@ -106,10 +107,10 @@ class RefreshingReader:
         return self.memory.history(note_id, tenant=tenant)
 
     def add_interactions(self, interactions: list[Interaction], tenant: str = "default") -> list[str]:
-        raise RuntimeError("a reader process does not write: ForwardWrites sends writes to the writer")
+        raise RuntimeError(_NO_WRITES)
 
     def delete(self, note_id: str, tenant: str = "default") -> None:
-        raise RuntimeError("a reader process does not write: ForwardWrites sends writes to the writer")
+        raise RuntimeError(_NO_WRITES)
 
     def close(self) -> None:
         self.memory.close()

@@ -142,7 +142,7 @@ class Memory:
         """Redo the note stage for notes whose LLM annotation fell back to the embedded one."""
         with self._pool.use(tenant) as t:
             assert t is not None
-            todo = [n for n in t.state.notes.values() if n.annotated_by == AnnotatedBy.FALLBACK]
+            todo = t.state.notes.fallback_notes(t.state.index.num_slots)
             for i in range(0, len(todo), batch_size):
                 _commit(t, edits.reannotate(t.state, self.pipeline, todo[i : i + batch_size]))
             return sum(1 for n in todo if t.state.notes[n.id].annotated_by != AnnotatedBy.FALLBACK)
@@ -345,11 +345,7 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
 
 
 def _tenant_stats(t: Tenant) -> dict[str, Any]:
-    links = superseded = fallbacks = 0
-    for n in t.state.notes.values():  # one pass: each read decodes a record
-        links += len(n.links)
-        superseded += n.invalid_at is not None
-        fallbacks += n.annotated_by == AnnotatedBy.FALLBACK
+    links, superseded, fallbacks = t.state.counts()
     return {
         "notes": len(t.state),
         "indexed": len(t.state.index),

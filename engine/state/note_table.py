@@ -1,12 +1,11 @@
 """One tenant's notes, stored by index slot: a compact record per note, hot fields in arrays.
 
 A `Note` object with its lists, datetimes and link objects costs several KB of Python heap; held per
-note it was a large share of a tenant's memory. Here each note is one `bytes`: its fields as a tuple of
-plain values (times as integer microseconds: exact), marshalled, then zlib level 1 (~300 bytes for a
-chat turn; half of a pickled Note, and no class names inside). A `Note` is built when it is read:
-recall reads tens per query and the write path a few per new note, never all of them. What is read
-across every note (time, speaker, content length, time words, stance) lives in numpy columns by slot, so views
-over the whole tenant never decode a record.
+note it was a large share of a tenant's memory. Here each note is one `bytes` (record.py: ~300 bytes
+for a chat turn). A `Note` is built when it is read: recall reads tens per query and the write path a
+few per new note, never all of them. What is read across every note (time, speaker, content length,
+time words, stance, link count, annotator) lives in numpy columns by slot, so views and counts over the
+whole tenant never decode a record.
 
 After a snapshot the records live in its state file (packed.py), memory-mapped: RAM keeps only the
 records written since (an overlay by slot) and the columns.
@@ -17,21 +16,17 @@ Every read returns a fresh Note: changing it changes nothing stored.
 
 from __future__ import annotations
 
-import marshal
-import pickle
-import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from itertools import islice
-from typing import Any
 
 import numpy as np
 
 from engine.annotate.facts.decision import is_fixed
 from engine.annotate.facts.stance import stance
-from engine.model.note import Link, Note
+from engine.model.note import AnnotatedBy, Note
 from engine.state.packed import Records
+from engine.state.record import decode, encode
 from engine.state.vector_index import VectorIndex
 from engine.text import has_time_expression
 
@@ -69,6 +64,10 @@ class NoteTable(Mapping[str, Note]):
         self.fixed = np.zeros(0, dtype=np.int8)
         """Slot -> the content is never retired by a later statement (engine.annotate.facts.decision
         `is_fixed`): 1 / 0, -1 not known (a state file written before the column, a cleared slot)."""
+        self.links = np.zeros(0, dtype=np.int32)
+        """Slot -> how many links the note has (-1 not known, as for `fixed`)."""
+        self.fallback = np.zeros(0, dtype=np.int8)
+        """Slot -> annotated by the fallback annotator, the LLM having failed: 1 / 0, -1 not known."""
         self.speakers: list[str] = []
         self._speaker_code: dict[str, int] = {}
         self.generation = 0
@@ -149,13 +148,29 @@ class NoteTable(Mapping[str, Note]):
         """Records held in RAM (written since the base): what a snapshot would move to disk."""
         return self._held
 
-    def fill_fixed(self, num_slots: int) -> None:
-        """Read `fixed` for the notes that lack it (adopted from a state file written before the column):
-        once, at the first snapshot after, so it is then in the file."""
-        for slot in np.flatnonzero(self.fixed[:num_slots] < 0).tolist():
+    def fill_unknown(self, num_slots: int) -> None:
+        """Read the columns a state file written before them lacks (-1) from the records: once, at the
+        first snapshot after (or the first `totals`), so they are then in the file."""
+        n = num_slots
+        unknown = (self.fixed[:n] < 0) | (self.links[:n] < 0) | (self.fallback[:n] < 0)
+        for slot in np.flatnonzero(unknown).tolist():
             record = self.record(slot)
             if record is not None:
-                self.fixed[slot] = is_fixed(decode(record).content)
+                note = decode(record)
+                self.fixed[slot] = is_fixed(note.content)
+                self._read_links(slot, note)
+
+    def totals(self, live: np.ndarray) -> tuple[int, int]:
+        """(links, notes annotated by the fallback) over the slots `live` marks, without decoding a record
+        (but those of a state file written before the columns, once)."""
+        n = len(live)
+        self.fill_unknown(n)
+        return int(self.links[:n][live].sum()), int((self.fallback[:n][live] == 1).sum())
+
+    def fallback_notes(self, num_slots: int) -> list[Note]:
+        """The notes the fallback annotator built (the LLM having failed for them), found by their column."""
+        self.fill_unknown(num_slots)
+        return [self.at(s) for s in np.flatnonzero(self.fallback[:num_slots] == 1).tolist()]
 
     def records(self, num_slots: int) -> list[bytes | None]:
         """Every slot's record as bytes (None: empty), for the state file."""
@@ -170,6 +185,7 @@ class NoteTable(Mapping[str, Note]):
         self.chars, self.timely = columns["chars"].astype(np.int32), columns["timely"].astype(bool)
         self.stance = columns["stance"].astype(np.int16)
         self.fixed = columns["fixed"].astype(np.int8)
+        self.links, self.fallback = columns["links"].astype(np.int32), columns["fallback"].astype(np.int8)
         self.speakers, self._speaker_code = list(speakers), {s: i for i, s in enumerate(speakers)}
         self.bump()
 
@@ -186,6 +202,7 @@ class NoteTable(Mapping[str, Note]):
         self._recent.pop(slot, None)
         self.timestamp[slot] = note.timestamp.timestamp()
         self.speaker[slot] = self._code(note.speaker)
+        self._read_links(slot, note)
         if same_content:
             return
         self.chars[slot] = len(note.content)
@@ -193,13 +210,17 @@ class NoteTable(Mapping[str, Note]):
         self.stance[slot] = stance(note.content)
         self.fixed[slot] = is_fixed(note.content)
 
+    def _read_links(self, slot: int, note: Note) -> None:
+        """The columns read from a note's links and annotator (not its content)."""
+        self.links[slot], self.fallback[slot] = len(note.links), note.annotated_by == AnnotatedBy.FALLBACK
+
     def clear(self, slot: int) -> None:
         if slot < len(self._records):
             self._held += self._records[slot] is None
             self._records[slot] = _GONE
             self._recent.pop(slot, None)
             self.speaker[slot], self.chars[slot], self.timely[slot], self.stance[slot] = -1, 0, False, 0
-            self.fixed[slot] = -1
+            self.fixed[slot] = self.links[slot] = self.fallback[slot] = -1
 
     def _code(self, speaker: str | None) -> int:
         if not speaker:
@@ -222,6 +243,8 @@ class NoteTable(Mapping[str, Note]):
             self.timely = grown(self.timely, cap, False)
             self.stance = grown(self.stance, cap, 0)
             self.fixed = grown(self.fixed, cap, -1)
+            self.links = grown(self.links, cap, -1)
+            self.fallback = grown(self.fallback, cap, -1)
 
 
 def grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:
@@ -229,71 +252,3 @@ def grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:
     out = np.full(capacity, fill, dtype=values.dtype)
     out[: len(values)] = values
     return out
-
-
-# --- the record codec ------------------------------------------------------------------------
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_US = timedelta(microseconds=1)
-_MARSHAL, _PICKLE = b"m", b"p"
-
-
-def _us(value: datetime | None) -> int | None:
-    return None if value is None else (value - _EPOCH) // _US
-
-
-def _time(value: int | None) -> datetime | None:
-    return None if value is None else _at(value)
-
-
-def _at(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
-
-
-FIELDS = (
-    "id", "tenant", "content", "speaker", "keywords", "tags", "context", "links", "metadata", "source_ids",
-    "occurrences", "annotated_by", "version", "superseded_by",
-    "timestamp", "created_at", "updated_at", "valid_at", "invalid_at", "expired_at",
-)  # fmt: skip
-"""The record's fields in order: times (and link times, occurrences) as integer microseconds, links as
-(target, reason, created_at) triples."""
-
-
-def fields(note: Note) -> tuple[Any, ...]:
-    return (
-        note.id, note.tenant, note.content, note.speaker, note.keywords, note.tags, note.context,
-        [(x.target, x.reason, _us(x.created_at)) for x in note.links], note.metadata, note.source_ids,
-        [_us(t) for t in note.occurrences], str(note.annotated_by), note.version, note.superseded_by,
-        *(_us(t) for t in (note.timestamp, note.created_at, note.updated_at)),
-        *(_us(t) for t in (note.valid_at, note.invalid_at, note.expired_at)),
-    )  # fmt: skip
-
-
-def encode(note: Note) -> bytes:
-    try:
-        return _MARSHAL + zlib.compress(marshal.dumps(fields(note)), 1)
-    except ValueError:  # metadata holding a value marshal cannot write
-        return _PICKLE + zlib.compress(pickle.dumps(note, pickle.HIGHEST_PROTOCOL), 1)
-
-
-def decode_fields(record: bytes | memoryview) -> tuple[Any, ...]:
-    """The record's FIELDS without building a Note (snapshots write whole tenants this way)."""
-    if record[:1] == _PICKLE:
-        return fields(pickle.loads(zlib.decompress(record[1:])))
-    out: tuple[Any, ...] = marshal.loads(zlib.decompress(record[1:]))
-    return out
-
-
-def decode(record: bytes | memoryview) -> Note:
-    if record[:1] == _PICKLE:
-        note: Note = pickle.loads(zlib.decompress(record[1:]))
-        return note
-    (id_, tenant, content, speaker, keywords, tags, context, links, metadata, sources, occurrences, by,
-     version, superseded_by, ts, created, updated, valid, invalid, expired) = decode_fields(record)  # fmt: skip
-    return Note(
-        id=id_, tenant=tenant, content=content, timestamp=_at(ts), speaker=speaker,
-        keywords=keywords, tags=tags, context=context,
-        links=[Link(target, reason, _at(at)) for target, reason, at in links],
-        metadata=metadata, source_ids=sources, occurrences=[_at(t) for t in occurrences],
-        annotated_by=by, version=version, created_at=_at(created), updated_at=_at(updated),
-        valid_at=_time(valid), invalid_at=_time(invalid), expired_at=_time(expired), superseded_by=superseded_by,
-    )  # fmt: skip

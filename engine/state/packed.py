@@ -18,9 +18,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-_COLUMNS = ("timestamp", "speaker", "chars", "timely", "stance", "fixed", "visible_from", "invalid_at")
-_ADDED = {"fixed": -1}
-"""Columns added after the first state files, and what a file without one holds for every slot."""
+_COLUMNS = (
+    "timestamp", "speaker", "chars", "timely", "stance", "fixed", "links", "fallback", "visible_from", "invalid_at"
+)  # fmt: skip
+_ADDED = {"fixed": np.int8, "links": np.int32, "fallback": np.int8}
+"""Columns added after the first state files: a file without one reads -1 (not known) for every slot."""
 
 
 def source_key(source_id: str) -> int:
@@ -111,7 +113,7 @@ def read(path: Path) -> Packed:
 
 def _column(main: pa.RecordBatch, name: str) -> np.ndarray:
     if name in _ADDED and name not in main.schema.names:
-        return np.full(main.num_rows, _ADDED[name], dtype=np.int8)
+        return np.full(main.num_rows, -1, dtype=_ADDED[name])
     return main.column(name).to_numpy(zero_copy_only=False).copy()
 
 

@@ -128,13 +128,15 @@ class TenantMemory:
         offsets[1:] = np.cumsum([len(x) for x in lists])
         linked = np.fromiter((s for x in lists for s in x), dtype=np.int32, count=int(offsets[-1]))
         notes = self.notes
-        notes.fill_fixed(n)
+        notes.fill_unknown(n)
         columns: dict[str, np.ndarray] = {"timestamp": notes.timestamp, "speaker": notes.speaker}
         columns |= {
             "chars": notes.chars,
             "timely": notes.timely,
             "stance": notes.stance,
             "fixed": notes.fixed,
+            "links": notes.links,
+            "fallback": notes.fallback,
         }
         columns |= {"visible_from": self._visible_from, "invalid_at": self._invalid_at}
         keys, key_slots = self._merged_sources()
@@ -273,6 +275,12 @@ class TenantMemory:
             return self.index.live & (self._invalid_at[:n] == np.inf)
         t = as_of.timestamp()
         return self.index.live & (self._visible_from[:n] <= t) & (t < self._invalid_at[:n])
+
+    def counts(self) -> tuple[int, int, int]:
+        """(links, superseded notes, notes annotated by the fallback) over the live notes, from the columns."""
+        live = self.index.live
+        links, fallbacks = self.notes.totals(live)
+        return links, int((live & (self._invalid_at[: len(live)] != np.inf)).sum()), fallbacks
 
     def validity(self, note_id: str) -> tuple[float, float]:
         """(visible from, invalid at) of a note, epoch seconds (inf: still valid)."""

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from engine.model.changes import ChangeSet
 from engine.model.records import dumps, note_from_record
-from engine.state.note_table import FIELDS, decode_fields
+from engine.state.record import FIELDS, decode_fields
 from engine.state.tenant_state import TenantMemory
 
 _JSON_FIELDS = {"links", "metadata", "occurrences"}

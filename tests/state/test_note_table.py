@@ -10,7 +10,7 @@ import pytest
 from engine.model.changes import ChangeSet
 from engine.model.note import Link, Note
 from engine.state import note_table
-from engine.state.note_table import decode
+from engine.state.record import decode
 from engine.state.tenant_state import TenantMemory
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 1, tzinfo=UTC)  # microseconds survive (a float epoch would drop them)

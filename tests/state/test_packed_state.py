@@ -17,7 +17,7 @@ from engine.model.changes import ChangeSet
 from engine.model.note import Hit, Link, Note
 from engine.recall.search import Recipe, expand
 from engine.state import note_table, packed
-from engine.state.note_table import decode, encode
+from engine.state.record import decode, encode
 from engine.state.tenant_state import TenantMemory
 from engine.storage.snapshot import STATE, read_snapshot, write_snapshot
 

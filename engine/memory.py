@@ -284,9 +284,11 @@ class Memory:
         return {"tenants": per, "notes": total, "cost": self.cost.report(total)}
 
     def refresh(self, tenant: str | None = None) -> None:
-        """Read-only stores: pick up what the store's writer has committed since (one tenant, or all open)."""
+        """Read-only stores: pick up what the store's writer has committed since (one tenant, or all open).
+        It reads the log and the state files only, so it does not wait for a new snapshot's background
+        checksums (a reader refreshes before each search)."""
         for name in [tenant] if tenant is not None else list(self._pool.open):
-            with self._pool.use(name, create=False) as t:
+            with self._pool.use(name, create=False, search_only=True) as t:
                 if t is not None and t.storage is not None:
                     t.state = t.storage.refresh(t.state)
 

@@ -47,9 +47,16 @@ def held_versions_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.E
     release.set()
 
 
-def _search_in_thread(mem: object, query: str) -> list[object]:
+def _search_in_thread(mem: object, query: str, refresh: bool = False) -> list[object]:
+    """`refresh`: catch up with the writer first, as a `--workers` reader does before each read."""
     out: list[object] = []
-    worker = threading.Thread(target=lambda: out.extend(mem.search(query, tenant=TENANT, k=3)))  # type: ignore[attr-defined]
+
+    def search() -> None:
+        if refresh:
+            mem.refresh(TENANT)  # type: ignore[attr-defined]
+        out.extend(mem.search(query, tenant=TENANT, k=3))  # type: ignore[attr-defined]
+
+    worker = threading.Thread(target=search)
     worker.start()
     worker.join(30)
     assert not worker.is_alive(), "search waited for the background checksums"
@@ -65,6 +72,16 @@ def test_search_answers_while_the_versions_file_is_still_being_checked(
         assert hits and hits[0].note.content == line  # type: ignore[attr-defined]
         held_versions_check.set()
         assert problems(mem) == [] and batches_present(mem) == ALL
+
+
+def test_a_reader_catches_up_with_the_writer_without_waiting_for_the_checks(
+    victim: Path, encoder: Encoder, held_versions_check: threading.Event
+) -> None:
+    line = BATCHES[2][0]["content"]  # batch 2 is only in the log
+    with open_store(victim, encoder, read_only=True) as mem:
+        hits = _search_in_thread(mem, line, refresh=True)
+        assert hits and hits[0].note.content == line  # type: ignore[attr-defined]
+        held_versions_check.set()
 
 
 def test_the_first_call_that_is_not_a_search_finds_the_damage_and_falls_back(

@@ -26,6 +26,7 @@ from engine.model.changes import ChangeSet
 from engine.model.note import AnnotatedBy, Hit, Interaction, Note, NoteVersion
 from engine.model.timeutil import TimeLike, parse_time
 from engine.recall.search import Recipe, search, search_many
+from engine.state.record import micros
 from engine.state.tenant_state import TenantMemory
 from engine.storage.pool import Tenant, TenantPool
 from engine.write import edits
@@ -258,6 +259,23 @@ class Memory:
     def notes(self, tenant: str = "default") -> list[Note]:
         with self._pool.use(tenant, create=False) as t:
             return [] if t is None else list(t.state.notes.values())
+
+    def count(self, tenant: str = "default") -> int:
+        """How many notes the tenant holds (0 for none), without reading them."""
+        with self._pool.use(tenant, create=False, search_only=True) as t:
+            return 0 if t is None else len(t.state)
+
+    def page(
+        self, tenant: str = "default", after: tuple[TimeLike, str] | None = None, limit: int = 50
+    ) -> tuple[list[Note], bool]:
+        """Up to `limit` notes in the order they were created (`created_at`, then id), after the note
+        whose (created_at, id) is `after`, and whether more follow. Read from a column: a page of a 1M-note
+        tenant decodes `limit` notes, not the tenant. A note added while paging comes on a later page."""
+        if limit < 1:
+            raise InputError(f"limit must be >= 1, got {limit}", field="limit")
+        key = None if after is None else (micros(parse_time(after[0], field="after")), after[1])
+        with self._pool.use(tenant, create=False) as t:
+            return ([], False) if t is None else t.state.notes.page(key, limit)
 
     def tenants(self) -> list[str]:
         return self._pool.names()

@@ -117,7 +117,7 @@ class ShardWorker:
             self._stopping = True
             self._cond.notify_all()
         self._thread.join()
-        counts = {name: len(self.memory.notes(name)) for name in tenants}
+        counts = {name: self.memory.count(name) for name in tenants}
         self.memory.close()
         with self._cond:
             self._raise_error()

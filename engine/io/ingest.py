@@ -51,7 +51,7 @@ def ingest_files(
         run = IngestRun()
         counts = ingest_records(mem, _records(files, fmt, on_error, rejects), tenant, batch_size, bar, run)
         save_cost(store, mem.cost)
-        notes = sum(len(mem.notes(t)) for t in counts)
+        notes = sum(mem.count(t) for t in counts)
     elapsed = time.perf_counter() - started
     return {
         "records": sum(counts.values()),

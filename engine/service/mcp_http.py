@@ -33,7 +33,7 @@ log = logging.getLogger("amem.mcp")
 PATH = "/mcp"
 OPEN_TENANT_HEADER = "X-Amem-Tenant"
 """The same header the REST app reads without a keys file (engine/service/app.py)."""
-NEEDS = ("add_interactions", "search", "get", "history", "update", "delete", "notes")
+NEEDS = ("add_interactions", "search", "get", "history", "update", "delete", "page")
 
 
 def mount_mcp(app: FastAPI, backend: Any, keys: KeyStore | None) -> None:

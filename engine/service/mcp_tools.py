@@ -79,7 +79,9 @@ class MemoryLike(Protocol):
     def history(self, note_id: str, tenant: str = ...) -> list[NoteVersion]: ...
     def update(self, note_id: str, tenant: str = ..., **fields: Any) -> Note: ...
     def delete(self, note_id: str, tenant: str = ...) -> None: ...
-    def notes(self, tenant: str = ...) -> list[Note]: ...
+    def page(
+        self, tenant: str = ..., after: tuple[Any, str] | None = ..., limit: int = ...
+    ) -> tuple[list[Note], bool]: ...
 
 
 def build_server(memory: MemoryLike, tenant_of: TenantOf) -> MCPServer:
@@ -264,11 +266,7 @@ def _interaction(item: MemoryItem, index: int) -> Interaction:
 
 def _page(memory: MemoryLike, tenant: str, cursor: str | None, limit: int) -> out.Page:
     after = out.decode_cursor(cursor) if cursor else None
-    ordered = sorted(memory.notes(tenant), key=out.order_key)
-    if after is not None:
-        ordered = [n for n in ordered if out.order_key(n) > after]
-    page = ordered[:limit]
-    more = len(ordered) > limit
+    page, more = memory.page(tenant, after=after, limit=limit)
     return out.Page(
         memories=[out.summary(n) for n in page],
         next_cursor=out.encode_cursor(out.order_key(page[-1])) if more else None,

@@ -26,7 +26,7 @@ from engine.annotate.facts.decision import is_fixed
 from engine.annotate.facts.stance import stance
 from engine.model.note import AnnotatedBy, Note
 from engine.state.packed import Records
-from engine.state.record import decode, encode
+from engine.state.record import decode, encode, micros
 from engine.state.vector_index import VectorIndex
 from engine.text import has_time_expression
 
@@ -68,6 +68,8 @@ class NoteTable(Mapping[str, Note]):
         """Slot -> how many links the note has (-1 not known, as for `fixed`)."""
         self.fallback = np.zeros(0, dtype=np.int8)
         """Slot -> annotated by the fallback annotator, the LLM having failed: 1 / 0, -1 not known."""
+        self.created = np.zeros(0, dtype=np.int64)
+        """Slot -> when the note was created, epoch microseconds (-1 not known): the order of `page`."""
         self.speakers: list[str] = []
         self._speaker_code: dict[str, int] = {}
         self.generation = 0
@@ -152,13 +154,15 @@ class NoteTable(Mapping[str, Note]):
         """Read the columns a state file written before them lacks (-1) from the records: once, at the
         first snapshot after (or the first `totals`), so they are then in the file."""
         n = num_slots
-        unknown = (self.fixed[:n] < 0) | (self.links[:n] < 0) | (self.fallback[:n] < 0)
+        unknown = (
+            (self.fixed[:n] < 0) | (self.links[:n] < 0) | (self.fallback[:n] < 0) | (self.created[:n] < 0)
+        )
         for slot in np.flatnonzero(unknown).tolist():
             record = self.record(slot)
             if record is not None:
                 note = decode(record)
                 self.fixed[slot] = is_fixed(note.content)
-                self._read_links(slot, note)
+                self._read_standing(slot, note)
 
     def totals(self, live: np.ndarray) -> tuple[int, int]:
         """(links, notes annotated by the fallback) over the slots `live` marks, without decoding a record
@@ -166,6 +170,22 @@ class NoteTable(Mapping[str, Note]):
         n = len(live)
         self.fill_unknown(n)
         return int(self.links[:n][live].sum()), int((self.fallback[:n][live] == 1).sum())
+
+    def page(self, after: tuple[int, str] | None, limit: int) -> tuple[list[Note], bool]:
+        """Up to `limit` notes in creation order (created microseconds, then id) after the key `after`, and
+        whether more follow: a sort of the column's live cells, then `limit` decodes, whatever the size."""
+        live, ids = self.index.live, self.index.ids
+        self.fill_unknown(len(live))
+        created, ok = self.created[: len(live)], live.copy()
+        if after is not None:
+            ok &= created >= after[0]
+            for slot in np.flatnonzero(ok & (created == after[0])).tolist():
+                ok[slot] = str(ids[slot]) > after[1]
+        found = np.flatnonzero(ok)
+        if len(found) > limit:  # the `limit` earliest and whatever ties with the last of them
+            found = found[created[found] <= np.partition(created[found], limit - 1)[limit - 1]]
+        slots = sorted(found.tolist(), key=lambda s: (int(created[s]), str(ids[s])))[:limit]
+        return [self.at(s) for s in slots], int(np.count_nonzero(ok)) > limit
 
     def fallback_notes(self, num_slots: int) -> list[Note]:
         """The notes the fallback annotator built (the LLM having failed for them), found by their column."""
@@ -186,6 +206,7 @@ class NoteTable(Mapping[str, Note]):
         self.stance = columns["stance"].astype(np.int16)
         self.fixed = columns["fixed"].astype(np.int8)
         self.links, self.fallback = columns["links"].astype(np.int32), columns["fallback"].astype(np.int8)
+        self.created = columns["created"].astype(np.int64)
         self.speakers, self._speaker_code = list(speakers), {s: i for i, s in enumerate(speakers)}
         self.bump()
 
@@ -202,7 +223,7 @@ class NoteTable(Mapping[str, Note]):
         self._recent.pop(slot, None)
         self.timestamp[slot] = note.timestamp.timestamp()
         self.speaker[slot] = self._code(note.speaker)
-        self._read_links(slot, note)
+        self._read_standing(slot, note)
         if same_content:
             return
         self.chars[slot] = len(note.content)
@@ -210,9 +231,10 @@ class NoteTable(Mapping[str, Note]):
         self.stance[slot] = stance(note.content)
         self.fixed[slot] = is_fixed(note.content)
 
-    def _read_links(self, slot: int, note: Note) -> None:
-        """The columns read from a note's links and annotator (not its content)."""
+    def _read_standing(self, slot: int, note: Note) -> None:
+        """The columns read from a note's links, annotator and creation time (not its content)."""
         self.links[slot], self.fallback[slot] = len(note.links), note.annotated_by == AnnotatedBy.FALLBACK
+        self.created[slot] = micros(note.created_at) or 0
 
     def clear(self, slot: int) -> None:
         if slot < len(self._records):
@@ -220,7 +242,7 @@ class NoteTable(Mapping[str, Note]):
             self._records[slot] = _GONE
             self._recent.pop(slot, None)
             self.speaker[slot], self.chars[slot], self.timely[slot], self.stance[slot] = -1, 0, False, 0
-            self.fixed[slot] = self.links[slot] = self.fallback[slot] = -1
+            self.fixed[slot] = self.links[slot] = self.fallback[slot] = self.created[slot] = -1
 
     def _code(self, speaker: str | None) -> int:
         if not speaker:
@@ -245,6 +267,7 @@ class NoteTable(Mapping[str, Note]):
             self.fixed = grown(self.fixed, cap, -1)
             self.links = grown(self.links, cap, -1)
             self.fallback = grown(self.fallback, cap, -1)
+            self.created = grown(self.created, cap, -1)
 
 
 def grown(values: np.ndarray, capacity: int, fill: float) -> np.ndarray:

@@ -19,9 +19,10 @@ import numpy as np
 import pyarrow as pa
 
 _COLUMNS = (
-    "timestamp", "speaker", "chars", "timely", "stance", "fixed", "links", "fallback", "visible_from", "invalid_at"
+    "timestamp", "speaker", "chars", "timely", "stance", "fixed", "links", "fallback", "created",
+    "visible_from", "invalid_at",
 )  # fmt: skip
-_ADDED = {"fixed": np.int8, "links": np.int32, "fallback": np.int8}
+_ADDED = {"fixed": np.int8, "links": np.int32, "fallback": np.int8, "created": np.int64}
 """Columns added after the first state files: a file without one reads -1 (not known) for every slot."""
 
 

@@ -20,7 +20,8 @@ _US = timedelta(microseconds=1)
 _MARSHAL, _PICKLE = b"m", b"p"
 
 
-def _us(value: datetime | None) -> int | None:
+def micros(value: datetime | None) -> int | None:
+    """A time as integer microseconds since the epoch (exact; None stays None)."""
     return None if value is None else (value - _EPOCH) // _US
 
 
@@ -44,10 +45,10 @@ FIELDS = (
 def fields(note: Note) -> tuple[Any, ...]:
     return (
         note.id, note.tenant, note.content, note.speaker, note.keywords, note.tags, note.context,
-        [(x.target, x.reason, _us(x.created_at)) for x in note.links], note.metadata, note.source_ids,
-        [_us(t) for t in note.occurrences], str(note.annotated_by), note.version, note.superseded_by,
-        *(_us(t) for t in (note.timestamp, note.created_at, note.updated_at)),
-        *(_us(t) for t in (note.valid_at, note.invalid_at, note.expired_at)),
+        [(x.target, x.reason, micros(x.created_at)) for x in note.links], note.metadata, note.source_ids,
+        [micros(t) for t in note.occurrences], str(note.annotated_by), note.version, note.superseded_by,
+        *(micros(t) for t in (note.timestamp, note.created_at, note.updated_at)),
+        *(micros(t) for t in (note.valid_at, note.invalid_at, note.expired_at)),
     )  # fmt: skip
 
 

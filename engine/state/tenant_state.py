@@ -137,6 +137,7 @@ class TenantMemory:
             "fixed": notes.fixed,
             "links": notes.links,
             "fallback": notes.fallback,
+            "created": notes.created,
         }
         columns |= {"visible_from": self._visible_from, "invalid_at": self._invalid_at}
         keys, key_slots = self._merged_sources()

@@ -1,8 +1,9 @@
 """`amem serve --ray`: the same FastAPI app (engine/service/app.py) in N Ray Serve replicas.
 
     HTTP proxy -> Api replica x N: auth, validation, reads on a read-only Memory, query embedding
-                  batched across concurrent requests with @serve.batch
-               -> MemoryWriter x 1: every write (add, delete) on the one writable Memory
+                  batched across concurrent requests with @serve.batch; MCP at /mcp, stateless
+                  (the proxy may send each request of a session to another replica)
+               -> MemoryWriter x 1: every write (add, update, delete) on the one writable Memory
 
 A tenant folder has one writer (its lock), so writes go to one deployment; replicas open the store
 read-only and call `Memory.refresh(tenant)` before a read to pick up what the writer logged since. A
@@ -27,7 +28,7 @@ from engine.config import Config
 from engine.encode import Encoder, make_encoder
 from engine.errors import AmemError
 from engine.memory import Memory
-from engine.model.note import Interaction
+from engine.model.note import Interaction, Note
 from engine.service.app import create_app
 from engine.service.workers import RefreshingReader
 from ray_jobs.cluster import ray_session
@@ -45,6 +46,9 @@ class Writer:
 
     def add_interactions(self, interactions: list[Interaction], tenant: str) -> list[str]:
         return self.memory.add_interactions(interactions, tenant=tenant)
+
+    def update(self, note_id: str, tenant: str, fields: dict[str, Any]) -> Note:
+        return self.memory.update(note_id, tenant=tenant, **fields)
 
     def delete(self, note_id: str, tenant: str) -> None:
         self.memory.delete(note_id, tenant=tenant)
@@ -103,6 +107,11 @@ class ReplicaMemory(RefreshingReader):
         self.memory.refresh(tenant)
         return ids
 
+    def update(self, note_id: str, tenant: str = "default", **fields: Any) -> Note:
+        note: Note = _result(self.writer.update.remote(note_id, tenant, fields))
+        self.memory.refresh(tenant)
+        return note
+
     def delete(self, note_id: str, tenant: str = "default") -> None:
         _result(self.writer.delete.remote(note_id, tenant))
         self.memory.refresh(tenant)
@@ -126,7 +135,8 @@ class Api:
     async def __serve_build_asgi_app__(self) -> FastAPI:
         # Runs on the replica's event loop: the loop @serve.batch collects queries on.
         encoder = BatchedQueryEncoder(make_encoder(Config.from_env()), asyncio.get_running_loop())
-        return create_app(self.store, self.keys, memory=ReplicaMemory(self.store, self.writer, encoder))
+        memory = ReplicaMemory(self.store, self.writer, encoder)
+        return create_app(self.store, self.keys, memory=memory, mcp_stateless=True)
 
 
 def build(store: Path, keys: Path | None, replicas: int) -> Any:

@@ -98,9 +98,16 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def create_app(store: Path, keys: Path | None, memory: Backend | None = None, mcp: bool = True) -> FastAPI:
+def create_app(
+    store: Path,
+    keys: Path | None,
+    memory: Backend | None = None,
+    mcp: bool = True,
+    mcp_stateless: bool = False,
+) -> FastAPI:
     """The app over `memory`, or over a Memory opened on `store` (and closed at shutdown) when None;
-    without `mcp` there is no /mcp (a `--workers` reader forwards it to the writer)."""
+    without `mcp` there is no /mcp (a `--workers` reader forwards it to the writer); `mcp_stateless` for
+    replicas that share no MCP session state (Ray Serve's)."""
     key_store = KeyStore(keys) if keys is not None else None
     owned = memory is None
     backend: Backend = memory if memory is not None else Memory(store, Config.from_env())
@@ -124,7 +131,7 @@ def create_app(store: Path, keys: Path | None, memory: Backend | None = None, mc
     app.state.batcher = SearchBatcher(backend, config)  # concurrent searches share a search_many
     app.include_router(_router)
     if mcp:
-        mount_mcp(app, backend, key_store)  # MCP over streamable HTTP at /mcp, same keys and tenants
+        mount_mcp(app, backend, key_store, mcp_stateless)  # MCP over streamable HTTP at /mcp, same keys
     app.add_middleware(BodyGuard, limit=config.service.max_request_bytes)
     add_error_handlers(app)
     return app

@@ -36,16 +36,19 @@ OPEN_TENANT_HEADER = "X-Amem-Tenant"
 NEEDS = ("add_interactions", "search", "get", "history", "update", "delete", "page")
 
 
-def mount_mcp(app: FastAPI, backend: Any, keys: KeyStore | None) -> None:
+def mount_mcp(app: FastAPI, backend: Any, keys: KeyStore | None, stateless: bool = False) -> None:
     """Serve MCP at /mcp over `backend`, running the SDK's session manager inside the app's lifespan.
 
-    A backend without the whole Memory surface (Ray Serve's replica wrapper) gets no /mcp."""
+    `stateless`: every request stands alone (no MCP session ids), for replicas behind a proxy that sends
+    each request to any of them. A backend without the whole Memory surface gets no /mcp."""
     missing = [name for name in NEEDS if not hasattr(backend, name)]
     if missing:
         log.info("no MCP endpoint: the backend lacks %s", missing)
         return
     server = build_server(backend, lambda ctx: _tenant(keys, ctx.headers or {}, ToolError))
-    server.streamable_http_app(json_response=True, transport_security=_security(keys))  # makes the manager
+    server.streamable_http_app(  # makes the manager
+        json_response=True, stateless_http=stateless, transport_security=_security(keys)
+    )
     manager = server.session_manager
     app.router.routes.append(
         Route(PATH, endpoint=_Authenticated(manager, keys), methods=["GET", "POST", "DELETE"])

@@ -106,7 +106,16 @@ class RefreshingReader:
         self.memory.refresh(tenant)
         return self.memory.history(note_id, tenant=tenant)
 
+    def page(
+        self, tenant: str = "default", after: tuple[Any, str] | None = None, limit: int = 50
+    ) -> tuple[list[Note], bool]:
+        self.memory.refresh(tenant)
+        return self.memory.page(tenant, after=after, limit=limit)
+
     def add_interactions(self, interactions: list[Interaction], tenant: str = "default") -> list[str]:
+        raise RuntimeError(_NO_WRITES)
+
+    def update(self, note_id: str, tenant: str = "default", **fields: Any) -> Note:
         raise RuntimeError(_NO_WRITES)
 
     def delete(self, note_id: str, tenant: str = "default") -> None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -26,6 +27,8 @@ from engine.io.ingest import ingest_files
 from engine.io.parquet import parquet_items
 from engine.model.note import Interaction
 from ray_jobs.router import shard_of
+from tests.service.mcp_calls import call
+from tests.service.test_mcp_http import session
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
@@ -329,8 +332,23 @@ def test_ray_serve_replicas_serve_the_same_app(cluster: None, tmp_path: Path) ->
         assert httpx.post(f"{url}/v1/search", headers=alice, json={"k": 1}).status_code == 422
         assert httpx.delete(f"{url}/v1/memories/{note}", headers=alice, timeout=60).status_code == 204
         assert httpx.get(f"{url}/v1/memories/{note}", headers=alice, timeout=60).status_code == 404
+        anyio.run(_mcp_on_replicas, url, "k" * 20)
     finally:
         serve.shutdown()
+
+
+async def _mcp_on_replicas(url: str, key: str) -> None:
+    """A real MCP client; the proxy sends each of its requests to either replica (stateless MCP)."""
+    async with session(url, key) as s:
+        (note,) = (await call(s, "add_memory", content="Alice repaints boats in winter"))["ids"]
+        for _ in range(6):
+            assert (await call(s, "search_memory", query="who repaints boats"))["hits"][0]["id"] == note
+        await call(s, "update_memory", id=note, tags=["boats"])
+        for _ in range(4):  # a write forwarded by one replica is read on both
+            assert (await call(s, "get_memory", id=note))["tags"] == ["boats"]
+        assert [v["stage"] for v in (await call(s, "memory_history", id=note))["versions"]] == ["update"]
+        page = await call(s, "list_memories", limit=5)
+        assert [m["id"] for m in page["memories"]] == [note] and page["next_cursor"] is None
 
 
 def _free_port() -> int:

@@ -166,7 +166,15 @@ class History:
         return bool(self.of(note_id))
 
     def __len__(self) -> int:
-        return self.table().num_rows
+        """Versions kept: row counts of the files (an unmapped base is not mapped) and the live ones."""
+        if self._dropped:  # a purge not yet snapshotted (rare): count what a snapshot would keep
+            return self.table().num_rows
+        base = 0
+        if self._base is not None:
+            with pa.memory_map(str(self._base)) as source:
+                reader = pa.ipc.open_file(source)
+                base = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        return base + sum(m.table.num_rows for m in self._files) + self._num_live
 
     def table(self) -> pa.Table:
         """Every version, as a snapshot stores them."""

@@ -214,6 +214,11 @@ class StorageConfig:
     """Note records held in RAM (written since the last snapshot) after which a snapshot moves them to its
     memory-mapped state file; the bar rises with the tenant (at least as many as are already on disk),
     so snapshots come at 64k, 128k, 256k, ... notes and their cost stays O(1) amortised per note."""
+    snapshot_held_max: int = 262_144
+    """Where that rising bar stops: past it a snapshot comes every this many notes written, so a crash
+    leaves at most this many to replay from the log (replay runs at ~600 notes/s on a 1M tenant on 2
+    cores: ~7 min here, against ~28 min for the 1M a doubling bar allows). Each snapshot rewrites the
+    whole tenant, so past the cap their cost grows with the tenant (docs/scale.md, round 13)."""
     read_only: bool = False
     max_open_tenants: int = 1024
     """Tenants of a persistent store kept in RAM at once; the least recently used is closed past this."""
@@ -232,6 +237,8 @@ class StorageConfig:
     def __post_init__(self) -> None:
         if self.max_open_tenants < 1 or self.evict_snapshot_min < 0:
             raise ConfigError("max_open_tenants must be >= 1 and evict_snapshot_min >= 0")
+        if self.snapshot_held < 1 or self.snapshot_held_max < self.snapshot_held:
+            raise ConfigError("snapshot_held must be >= 1 and snapshot_held_max >= snapshot_held")
 
 
 @dataclass(slots=True, frozen=True)

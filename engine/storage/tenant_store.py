@@ -199,9 +199,9 @@ class TenantStorage:
             self._since_snapshot += 1
 
     def should_checkpoint(self, tm: TenantMemory) -> bool:
-        held, stored = tm.notes.held, len(tm.notes)
-        bar = max(self.config.storage.snapshot_held, stored - held)
-        return self._since_snapshot >= self.config.storage.snapshot_every or held >= bar
+        held, stored, storage = tm.notes.held, len(tm.notes), self.config.storage
+        bar = max(storage.snapshot_held, min(stored - held, storage.snapshot_held_max))
+        return self._since_snapshot >= storage.snapshot_every or held >= bar
 
     def checkpoint(self, tm: TenantMemory, purge: bool = False) -> None:
         """Snapshot now. `purge` (after a hard delete) also drops the fallback snapshot and the whole log,

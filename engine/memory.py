@@ -357,7 +357,7 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
         t.storage.log(changes, t.state)
     t.state.apply(changes)
     if t.storage is not None and t.storage.should_checkpoint(t.state):
-        t.storage.checkpoint(t.state)
+        t.storage.checkpoint(t.state, unlocked=t.unlocked())  # searches go on while it writes
     try:
         t.state.settle()
     except OSError as exc:  # logged and applied: the write stands, the next search commits again

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,20 @@ class Tenant:
     state: TenantMemory
     storage: TenantStorage | None
     lock: threading.RLock = field(default_factory=threading.RLock)
+    """Held by every call on the state."""
+    writing: threading.RLock = field(default_factory=threading.RLock)
+    """Held (before `lock`) by every call that is not a search: a write's snapshot releases `lock` while
+    it writes its files, so searches go on and this keeps the other calls out."""
     is_closed: bool = False
+
+    @contextmanager
+    def unlocked(self) -> Iterator[None]:
+        """Let searches take the state for the block (the caller holds both locks, `lock` once)."""
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
 
 
 class TenantPool:
@@ -48,15 +61,16 @@ class TenantPool:
     def use(self, name: str, create: bool = True, search_only: bool = False) -> Iterator[Tenant | None]:
         """The tenant, locked for the duration; None when it does not exist and `create` is False.
 
-        Unless the call only searches, the snapshot the tenant opened from has passed its checksums first
-        (a big tenant's are checked in the background: search reads none of those files)."""
+        Unless the call only searches, it also holds the tenant's `writing` lock, and the snapshot the
+        tenant opened from has passed its checksums first (a big tenant's are checked in the background:
+        search reads none of those files)."""
         name = validate_tenant(name)
         while True:
             t = self._get(name, create)
             if t is None:
                 yield None
                 return
-            with t.lock:
+            with nullcontext() if search_only else t.writing, t.lock:
                 if not t.is_closed:  # evicted between lookup and lock: look again
                     if t.storage is not None and not search_only:
                         t.state = t.storage.verified(t.state)
@@ -91,12 +105,17 @@ class TenantPool:
             return  # an in-RAM tenant has nowhere to go
         for name in list(self.open)[: max(0, len(self.open) - self.config.storage.max_open_tenants)]:
             t = self.open[name]
-            if t.lock.acquire(blocking=False):  # busy tenants stay; they are evicted on a later open
-                try:
-                    self._close(t, t.state.notes.held >= self.config.storage.evict_snapshot_min)
-                    del self.open[name]
-                finally:
-                    t.lock.release()
+            if not t.writing.acquire(blocking=False):  # busy tenants stay; they are evicted on a later open
+                continue
+            try:
+                if t.lock.acquire(blocking=False):
+                    try:
+                        self._close(t, t.state.notes.held >= self.config.storage.evict_snapshot_min)
+                        del self.open[name]
+                    finally:
+                        t.lock.release()
+            finally:
+                t.writing.release()
 
     @staticmethod
     def _close(t: Tenant, snapshot: bool = True) -> None:
@@ -122,7 +141,7 @@ class TenantPool:
             tenants = list(self.open.values())
         errors = []
         for t in tenants:
-            with t.lock:
+            with t.writing, t.lock:
                 try:
                     self._close(t)
                 except Exception as exc:  # every tenant gets its chance to close; the first error is raised

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -203,13 +204,15 @@ class TenantStorage:
         bar = max(storage.snapshot_held, min(stored - held, storage.snapshot_held_max))
         return self._since_snapshot >= storage.snapshot_every or held >= bar
 
-    def checkpoint(self, tm: TenantMemory, purge: bool = False) -> None:
+    def checkpoint(
+        self, tm: TenantMemory, purge: bool = False, unlocked: AbstractContextManager[Any] | None = None
+    ) -> None:
         """Snapshot now. `purge` (after a hard delete) also drops the fallback snapshot and the whole log,
-        so no copy of deleted content stays on disk."""
+        so no copy of deleted content stays on disk. `unlocked`: see `write_snapshot`."""
         if self.read_only or (self._since_snapshot == 0 and not purge):
             return
         previous = [int(p.name.split("-")[1]) for p in snapshots_newest_first(self.folder)]
-        write_snapshot(self.folder, tm, self.seq, self.encoder)
+        write_snapshot(self.folder, tm, self.seq, self.encoder, unlocked)
         prune_snapshots(self.folder, keep=1 if purge else 2)
         if self._wal is not None:
             self._wal.truncate(upto_seq=self.seq if purge or not previous else previous[0])

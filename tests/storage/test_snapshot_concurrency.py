@@ -1,0 +1,98 @@
+"""A snapshot that a write triggers writes its files with the tenant's lock released: searches answer
+meanwhile (it takes 21 s at 200k notes), while other writes and the tenant's eviction wait for it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.synthetic import chat
+from engine import Config, Memory
+from engine.encode import Encoder
+from engine.state import packed
+
+
+def _thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """A started thread and the list that gets its result, or the exception it raised."""
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(target())
+        except BaseException as exc:  # the test thread asserts on it
+            out.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_searches_answer_while_a_write_snapshots_and_other_calls_wait(
+    tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = chat(40, seed=5)
+    started, release = threading.Event(), threading.Event()
+    real = packed.write
+
+    def held(path: Path, state: packed.Packed) -> list[Path]:  # a step of the unlocked phase
+        started.set()
+        assert release.wait(60)
+        return real(path, state)
+
+    config = Config.of(snapshot_held=20, snapshot_held_max=20, max_open_tenants=1)
+    mem = Memory(tmp_path / "s", config, encoder=encoder)
+    mem.add_many(lines[:10], tenant="t")
+    monkeypatch.setattr(packed, "write", held)
+    writer, wrote = _thread(lambda: mem.add_many(lines[10:30], tenant="t"))  # crosses the bar
+    assert started.wait(60)
+
+    searcher, found = _thread(lambda: mem.search(lines[12]["content"], tenant="t", k=1))
+    searcher.join(30)
+    assert not searcher.is_alive(), "a search waited for the snapshot"
+    assert found[0][0].note.content == lines[12]["content"]  # the write that snapshots is seen
+
+    other, _ = _thread(lambda: mem.add_many(lines[30:35], tenant="t"))
+    elsewhere, _ = _thread(lambda: mem.add_many(lines[35:40], tenant="u"))  # opening u evicts t if it can
+    other.join(1.0)
+    elsewhere.join(30)
+    assert other.is_alive(), "a second write ran during the snapshot"
+    assert not elsewhere.is_alive()
+    release.set()
+    for thread in (writer, other):
+        thread.join(60)
+        assert not thread.is_alive()
+    assert isinstance(wrote[0], list), wrote
+    mem.close()
+    with Memory(tmp_path / "s", encoder=encoder) as again:
+        sources = {s for t in ("t", "u") for n in again.notes(t) for s in n.source_ids}
+        assert sources == {line["source_id"] for line in lines}
+
+
+def test_searches_racing_many_snapshots_fail_none_and_lose_nothing(tmp_path: Path, encoder: Encoder) -> None:
+    lines, done = chat(240, seed=9), threading.Event()
+    config = Config.of(snapshot_held=8, snapshot_held_max=8)  # a snapshot after nearly every batch
+    mem = Memory(tmp_path / "s", config, encoder=encoder)
+    mem.add_many(lines[:8], tenant="t")
+
+    def search_until_done(offset: int) -> int:
+        answered = 0
+        while not done.is_set():
+            line = lines[(answered * 7 + offset) % 8]  # in the tenant from the start
+            assert mem.search(line["content"], tenant="t", k=3)[0].note.content == line["content"]
+            answered += 1
+        return answered
+
+    searchers = [_thread(lambda i=i: search_until_done(i)) for i in range(3)]
+    for i in range(8, len(lines), 8):
+        mem.add_many(lines[i : i + 8], tenant="t")
+    done.set()
+    for thread, out in searchers:
+        thread.join(60)
+        assert out and isinstance(out[0], int) and out[0] > 0, out
+    mem.close()
+    with Memory(tmp_path / "s", encoder=encoder) as again:
+        assert {s for n in again.notes("t") for s in n.source_ids} == {line["source_id"] for line in lines}

@@ -99,7 +99,8 @@ class Memory:
         with gc_paused(), self._pool.use(tenant) as t:
             assert t is not None
             with t.state.notes.holding():  # a neighbour is read by the pipeline, the log and the apply step
-                changes, ids = self.pipeline.run(t.state, interactions)
+                with t.unlocked():  # the batch only reads the state here: searches go on (writers wait)
+                    changes, ids = self.pipeline.run(t.state, interactions)
                 _commit(t, changes)
         if len(interactions) >= _TRIM_BATCH:
             _release_heap()

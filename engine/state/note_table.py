@@ -16,6 +16,7 @@ Every read returns a fresh Note: changing it changes nothing stored.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from itertools import islice
@@ -50,6 +51,8 @@ class NoteTable(Mapping[str, Note]):
         self._recent: dict[int, Note] = {}
         """Slot -> the note last decoded from it (oldest first); a write to the slot drops it."""
         self._holds = 0
+        self._cache_lock = threading.Lock()
+        """Guards `_recent` against a search and the writer's batch decoding at once."""
         """Open `holding` blocks: while one is, nothing decoded is evicted."""
         self.timestamp = np.zeros(0)
         """Slot -> note time (POSIX seconds)."""
@@ -117,9 +120,11 @@ class NoteTable(Mapping[str, Note]):
         note from the state file decoded it again."""
         note = self._recent.get(slot)
         if note is None:
-            if len(self._recent) >= _RECENT and not self._holds:
-                del self._recent[next(iter(self._recent))]
-            note = self._recent[slot] = decode(record)
+            note = decode(record)
+            with self._cache_lock:  # searches decode while a write batch reads its neighbours
+                if len(self._recent) >= _RECENT and not self._holds:
+                    self._recent.pop(next(iter(self._recent)), None)
+                note = self._recent.setdefault(slot, note)
         return note.copy() if copy else note
 
     @contextmanager
@@ -135,8 +140,9 @@ class NoteTable(Mapping[str, Note]):
         finally:
             self._holds -= 1
             if not self._holds:
-                for slot in list(islice(self._recent, max(0, len(self._recent) - _RECENT))):
-                    del self._recent[slot]
+                with self._cache_lock:
+                    for slot in list(islice(self._recent, max(0, len(self._recent) - _RECENT))):
+                        del self._recent[slot]
 
     def record(self, slot: int) -> bytes | memoryview | None:
         """The stored record (None: no note in that slot)."""

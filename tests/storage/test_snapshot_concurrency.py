@@ -1,5 +1,6 @@
-"""A snapshot that a write triggers writes its files with the tenant's lock released: searches answer
-meanwhile (it takes 21 s at 200k notes), while other writes and the tenant's eviction wait for it."""
+"""A write batch reads its neighbours, and the snapshot it may trigger writes its files, with the
+tenant's lock released: searches answer meanwhile (21 s for a snapshot at 200k notes, ~3 s for a batch's
+pipeline), while other writes and the tenant's eviction wait for them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from bench.synthetic import chat
 from engine import Config, Memory
 from engine.encode import Encoder
-from engine.state import packed
+from engine.state import note_table, packed
+from engine.write.pipeline import WritePipeline
 
 
 def _thread(target: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
@@ -72,7 +74,39 @@ def test_searches_answer_while_a_write_snapshots_and_other_calls_wait(
         assert sources == {line["source_id"] for line in lines}
 
 
-def test_searches_racing_many_snapshots_fail_none_and_lose_nothing(tmp_path: Path, encoder: Encoder) -> None:
+def test_a_search_answers_while_a_write_batch_reads_its_neighbours(
+    tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines, started, release = chat(30, seed=6), threading.Event(), threading.Event()
+    real = WritePipeline.run
+
+    def held(self: WritePipeline, *args: Any) -> Any:
+        started.set()
+        assert release.wait(60)
+        return real(self, *args)
+
+    with Memory(tmp_path / "s", encoder=encoder) as mem:
+        mem.add_many(lines[:10], tenant="t")
+        monkeypatch.setattr(WritePipeline, "run", held)
+        writer, wrote = _thread(lambda: mem.add_many(lines[10:20], tenant="t"))
+        assert started.wait(60)
+        searcher, found = _thread(lambda: mem.search(lines[3]["content"], tenant="t", k=1))
+        searcher.join(30)
+        assert not searcher.is_alive(), "a search waited for the write batch's pipeline"
+        assert found[0][0].note.content == lines[3]["content"]
+        getter, _ = _thread(lambda: mem.get(found[0][0].note.id, tenant="t"))
+        getter.join(1.0)
+        assert getter.is_alive(), "a call that is not a search ran beside a write"
+        release.set()
+        writer.join(60)
+        getter.join(60)
+        assert len(wrote[0]) == 10 and mem.count("t") == 20
+
+
+def test_searches_racing_many_snapshots_fail_none_and_lose_nothing(
+    tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(note_table, "_RECENT", 4)  # a small cache: decoded notes evicted all the time
     lines, done = chat(240, seed=9), threading.Event()
     config = Config.of(snapshot_held=8, snapshot_held_max=8)  # a snapshot after nearly every batch
     mem = Memory(tmp_path / "s", config, encoder=encoder)

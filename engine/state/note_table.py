@@ -51,9 +51,9 @@ class NoteTable(Mapping[str, Note]):
         self._recent: dict[int, Note] = {}
         """Slot -> the note last decoded from it (oldest first); a write to the slot drops it."""
         self._holds = 0
+        """Open `holding` blocks: while one is, nothing decoded is evicted."""
         self._cache_lock = threading.Lock()
         """Guards `_recent` against a search and the writer's batch decoding at once."""
-        """Open `holding` blocks: while one is, nothing decoded is evicted."""
         self.timestamp = np.zeros(0)
         """Slot -> note time (POSIX seconds)."""
         self.speaker = np.zeros(0, dtype=np.int32)
@@ -72,7 +72,8 @@ class NoteTable(Mapping[str, Note]):
         self.fallback = np.zeros(0, dtype=np.int8)
         """Slot -> annotated by the fallback annotator, the LLM having failed: 1 / 0, -1 not known."""
         self.created = np.zeros(0, dtype=np.int64)
-        """Slot -> when the note was created, epoch microseconds (-1 not known): the order of `page`."""
+        """Slot -> when the note was created, epoch microseconds (-1 not known; a time before 1970 is
+        negative too): the order of `page`."""
         self.speakers: list[str] = []
         self._speaker_code: dict[str, int] = {}
         self.generation = 0
@@ -161,7 +162,7 @@ class NoteTable(Mapping[str, Note]):
         first snapshot after (or the first `totals`), so they are then in the file."""
         n = num_slots
         unknown = (
-            (self.fixed[:n] < 0) | (self.links[:n] < 0) | (self.fallback[:n] < 0) | (self.created[:n] < 0)
+            (self.fixed[:n] < 0) | (self.links[:n] < 0) | (self.fallback[:n] < 0) | (self.created[:n] == -1)
         )
         for slot in np.flatnonzero(unknown).tolist():
             record = self.record(slot)

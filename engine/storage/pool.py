@@ -32,8 +32,9 @@ class Tenant:
     lock: threading.RLock = field(default_factory=threading.RLock)
     """Held by every call on the state."""
     writing: threading.RLock = field(default_factory=threading.RLock)
-    """Held (before `lock`) by every call that is not a search: a write's snapshot releases `lock` while
-    it writes its files, so searches go on and this keeps the other calls out."""
+    """Held (before `lock`) by every call that is not a search: a write releases `lock` while it reads
+    its neighbours and while it writes a snapshot's files, so searches go on; this keeps the other calls
+    (and eviction) out meanwhile."""
     is_closed: bool = False
 
     @contextmanager

@@ -31,6 +31,7 @@ def _tenant(n: int, seed: int) -> TenantMemory:
     for note in notes:
         note.created_at = T0 + timedelta(seconds=rng.randrange(n // 3 + 1))
     rng.shuffle(notes)
+    notes[2].created_at = T0.replace(year=1960)  # before the epoch: negative microseconds, still known
     for i in range(0, n, 5):
         tm.apply(ChangeSet(upserts=[(x, _vec(j)) for j, x in enumerate(notes[i : i + 5])]))
     tm.apply(ChangeSet(deletes=[notes[0].id, notes[7].id]))

@@ -5,18 +5,15 @@ snapshots, and state files written before the columns."""
 from __future__ import annotations
 
 import random
-import shutil
 from datetime import timedelta
 from pathlib import Path
-
-import pyarrow as pa
 
 from engine.model.changes import ChangeSet
 from engine.model.note import AnnotatedBy, Link, Note
 from engine.state import packed
 from engine.state.tenant_state import TenantMemory
-from engine.storage.snapshot import STATE, write_snapshot
-from tests.state.test_packed_state import T0, _note, _vec, reopen
+from engine.storage.snapshot import write_snapshot
+from tests.state.test_packed_state import T0, _note, _vec, reopen, state_file_without
 
 
 def decoded_counts(tm: TenantMemory) -> tuple[int, int, int]:
@@ -66,17 +63,8 @@ def test_a_state_file_without_the_count_columns_reads_them_from_the_records_once
         tm.apply(ChangeSet(upserts=[(note, _vec(i))]))
         ids.append(note.id)
     expected = decoded_counts(tm)
-    write_snapshot(tmp_path, tm, 1, "enc")
-    path = tmp_path / "snap-000000000001" / STATE
-    before = tmp_path / "before" / STATE  # as written before the columns
-    before.parent.mkdir()
-    shutil.copy(path.with_name("state-sources.arrow"), before.with_name("state-sources.arrow"))
-    with pa.memory_map(str(path)) as source:
-        old = pa.ipc.open_file(source).get_batch(0).drop_columns(["links", "fallback"])
-        with pa.OSFile(str(before), "wb") as sink, pa.ipc.new_file(sink, old.schema) as out:
-            out.write_batch(old)
     fallback = {n.id for n in (tm.notes[i] for i in ids) if n.annotated_by == AnnotatedBy.FALLBACK}
-    tm.adopt(packed.read(before))
+    tm.adopt(packed.read(state_file_without(tmp_path, tm, ["links", "fallback"])))
     assert (tm.notes.links[: len(ids)] == -1).all() and (tm.notes.fallback[: len(ids)] == -1).all()
     assert tm.counts() == expected
     assert {n.id for n in tm.notes.fallback_notes(len(ids))} == fallback

@@ -196,16 +196,21 @@ def test_a_state_file_without_the_fixed_column_reads_unknown_and_the_next_pack_f
     tmp_path: Path,
 ) -> None:
     tm = tenant()
-    write_snapshot(tmp_path, tm, 1, "enc")
-    path = tmp_path / "snap-000000000001" / STATE
-    before = tmp_path / "before" / STATE  # a state file as written before the column
-    before.parent.mkdir()
-    shutil.copy(path.with_name("state-sources.arrow"), before.with_name("state-sources.arrow"))
-    with pa.memory_map(str(path)) as source:
-        old = pa.ipc.open_file(source).get_batch(0).drop_columns(["fixed"])
-        with pa.OSFile(str(before), "wb") as sink, pa.ipc.new_file(sink, old.schema) as out:
-            out.write_batch(old)
-    tm.adopt(packed.read(before))
+    tm.adopt(packed.read(state_file_without(tmp_path, tm, ["fixed"])))
     live = [tm.index.slot_of[i] for i in sorted(tm.notes)]
     assert (tm.notes.fixed[live] == -1).all()
     assert (tm.pack().columns["fixed"][live] == 0).all()  # "note i about topic j": standing statements
+
+
+def state_file_without(folder: Path, tm: TenantMemory, columns: list[str]) -> Path:
+    """A state file of `tm` as written before `columns` existed (snapshotted into `folder` first)."""
+    write_snapshot(folder, tm, 1, "enc")
+    path = folder / "snap-000000000001" / STATE
+    before = folder / "before" / STATE
+    before.parent.mkdir()
+    shutil.copy(path.with_name("state-sources.arrow"), before.with_name("state-sources.arrow"))
+    with pa.memory_map(str(path)) as source:
+        old = pa.ipc.open_file(source).get_batch(0).drop_columns(columns)
+        with pa.OSFile(str(before), "wb") as sink, pa.ipc.new_file(sink, old.schema) as out:
+            out.write_batch(old)
+    return before

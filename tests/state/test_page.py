@@ -5,11 +5,9 @@ state files written before the column."""
 from __future__ import annotations
 
 import random
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from engine import Memory
@@ -19,8 +17,8 @@ from engine.model.changes import ChangeSet
 from engine.state import packed
 from engine.state.record import micros
 from engine.state.tenant_state import TenantMemory
-from engine.storage.snapshot import STATE, write_snapshot
-from tests.state.test_packed_state import T0, _note, _vec, reopen
+from engine.storage.snapshot import write_snapshot
+from tests.state.test_packed_state import T0, _note, _vec, reopen, state_file_without
 
 
 def _tenant(n: int, seed: int) -> TenantMemory:
@@ -75,16 +73,7 @@ def test_a_note_added_while_paging_comes_on_a_later_page(tmp_path: Path) -> None
 def test_a_state_file_without_the_created_column_pages_from_the_records(tmp_path: Path) -> None:
     tm = _tenant(25, seed=4)
     expected = _expected(tm)
-    write_snapshot(tmp_path, tm, 1, "enc")
-    path = tmp_path / "snap-000000000001" / STATE
-    before = tmp_path / "before" / STATE
-    before.parent.mkdir()
-    shutil.copy(path.with_name("state-sources.arrow"), before.with_name("state-sources.arrow"))
-    with pa.memory_map(str(path)) as source:
-        old = pa.ipc.open_file(source).get_batch(0).drop_columns(["created"])
-        with pa.OSFile(str(before), "wb") as sink, pa.ipc.new_file(sink, old.schema) as out:
-            out.write_batch(old)
-    tm.adopt(packed.read(before))
+    tm.adopt(packed.read(state_file_without(tmp_path, tm, ["created"])))
     assert (tm.notes.created[: tm.index.num_slots] == -1).all()
     assert _all_pages(tm, 6) == expected
 

@@ -355,7 +355,8 @@ def _release_heap() -> None:
 def _commit(t: Tenant, changes: ChangeSet) -> None:
     """Log (fsync) before applying: what a call acknowledged survives a crash."""
     if t.storage is not None:
-        t.storage.log(changes, t.state)
+        with t.unlocked():  # the record is encoded from the state, not written to it: searches go on
+            t.storage.log(changes, t.state)
     t.state.apply(changes)
     if t.storage is not None and t.storage.should_checkpoint(t.state):
         t.storage.checkpoint(t.state, unlocked=t.unlocked())  # searches go on while it writes

@@ -1,4 +1,4 @@
-"""A write batch reads its neighbours, and the snapshot it may trigger writes its files, with the
+"""A write batch reads its neighbours, logs its record, and writes the snapshot it may trigger with the
 tenant's lock released: searches answer meanwhile (21 s for a snapshot at 200k notes, ~3 s for a batch's
 pipeline), while other writes and the tenant's eviction wait for them."""
 
@@ -15,6 +15,7 @@ from bench.synthetic import chat
 from engine import Config, Memory
 from engine.encode import Encoder
 from engine.state import note_table, packed
+from engine.storage.tenant_store import TenantStorage
 from engine.write.pipeline import WritePipeline
 
 
@@ -74,25 +75,27 @@ def test_searches_answer_while_a_write_snapshots_and_other_calls_wait(
         assert sources == {line["source_id"] for line in lines}
 
 
-def test_a_search_answers_while_a_write_batch_reads_its_neighbours(
-    tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("step", [(WritePipeline, "run"), (TenantStorage, "log")], ids=["pipeline", "log"])
+def test_a_search_answers_while_a_write_batch_reads_its_neighbours_and_logs(
+    tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch, step: tuple[type, str]
 ) -> None:
     lines, started, release = chat(30, seed=6), threading.Event(), threading.Event()
-    real = WritePipeline.run
+    owner, name = step
+    real = getattr(owner, name)
 
-    def held(self: WritePipeline, *args: Any) -> Any:
+    def held(self: Any, *args: Any) -> Any:
         started.set()
         assert release.wait(60)
         return real(self, *args)
 
     with Memory(tmp_path / "s", encoder=encoder) as mem:
         mem.add_many(lines[:10], tenant="t")
-        monkeypatch.setattr(WritePipeline, "run", held)
+        monkeypatch.setattr(owner, name, held)
         writer, wrote = _thread(lambda: mem.add_many(lines[10:20], tenant="t"))
         assert started.wait(60)
         searcher, found = _thread(lambda: mem.search(lines[3]["content"], tenant="t", k=1))
         searcher.join(30)
-        assert not searcher.is_alive(), "a search waited for the write batch's pipeline"
+        assert not searcher.is_alive(), f"a search waited for the write batch's {name}"
         assert found[0][0].note.content == lines[3]["content"]
         getter, _ = _thread(lambda: mem.get(found[0][0].note.id, tenant="t"))
         getter.join(1.0)

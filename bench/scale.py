@@ -11,7 +11,8 @@ since the empty store over notes held: whole RSS, anonymous RSS without memory-m
 marginal anonymous growth since the previous size, which leaves out the fixed costs that caches fill
 early); single-query search p50/p99 (default, and with `as_of`); serial, 8-thread and batched
 (`search_many`, 32 queries a call) QPS; the index tier and its recall@10 against exact search;
-reopen-to-first-search (a fresh process opens the store and answers one query). The many-tenant shape
+reopen-to-first-search (a fresh process opens the store and answers one query); the time of `stats()`
+and of the first 50-note page in creation order (`page_ms`, what MCP `list_memories` reads). The many-tenant shape
 adds `per_tenant` notes to each of `tenants` tenants and measures RSS per tenant and the first search on
 a tenant after reopen. Each engine runs in its own subprocess (`--worker`), the baseline with PYTHONPATH
 pointing at its checkout, so both are measured by the same code in the same run.
@@ -83,7 +84,9 @@ def ann_recall(mem: Any, tenant: str, queries: list[str], k: int = 10) -> tuple[
 
 
 def held(mem: Any, tenant: str) -> int:
-    """Notes in the tenant, without decoding them (`Memory.stats` reads every note: 29 s at 1M)."""
+    """Notes in the tenant, without decoding them (an older engine's `stats` read every note)."""
+    if hasattr(mem, "count"):
+        return int(mem.count(tenant))
     with mem._pool.use(tenant) as t:
         return len(t.state)
 
@@ -100,6 +103,21 @@ def latencies(mem: Any, tenant: str, queries: list[str], as_of: Any = None) -> d
         "p99_ms": float(np.percentile(ms, 99)),
         "qps": 1000 / ms.mean(),
     }
+
+
+def admin_ms(mem: Any, tenant: str) -> dict[str, float]:
+    """`stats()` and the first page of 50 notes in creation order (MCP `list_memories`), each timed warm.
+    An engine without `Memory.page` sorts every note, as its MCP tool did."""
+    mem.stats()  # the first call after opening waits for the snapshot's background checksums
+    started = time.perf_counter()
+    mem.stats()
+    stats_ms = 1e3 * (time.perf_counter() - started)
+    started = time.perf_counter()
+    if hasattr(mem, "page"):
+        mem.page(tenant, limit=50)
+    else:
+        sorted(mem.notes(tenant), key=lambda n: (n.created_at, n.id))[:50]
+    return {"stats_ms": stats_ms, "page_ms": 1e3 * (time.perf_counter() - started)}
 
 
 def query_texts(n: int) -> list[str]:
@@ -194,6 +212,7 @@ def measure(mem: Any, path: Path, pythonpath: str, queries: list[str], as_of: An
     row["batch_qps"] = batch_qps(mem, "big", queries)
     row.update({f"search_{k}": v for k, v in latencies(mem, "big", queries).items()})
     row.update({f"as_of_{k}": v for k, v in latencies(mem, "big", queries[:100], as_of).items()})
+    row.update(admin_ms(mem, "big"))
     mem.close()  # the store lock allows one writer: reopen in a fresh process
     row["reopen_s"] = reopen(path, "big", pythonpath)["reopen_s"]
     return row
@@ -330,6 +349,7 @@ def main() -> None:
         "as_of_p99_ms",
     ]
     cols += ["search_qps", "concurrent_qps", "batch_qps", "tier", "ann_recall_at_10", "reopen_s"]
+    cols += ["stats_ms", "page_ms"]
     print(table(rows, cols))
     if args.remeasure:  # the grown curve's files stay as they are
         print(write_json("scale-remeasure", {"machine": machine(), "rows": rows}))

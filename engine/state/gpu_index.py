@@ -8,6 +8,7 @@ in-place row writes, which FAISS GPU IVF/CAGRA indexes do not offer.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import faiss
@@ -27,6 +28,9 @@ class TorchMirror:
         self._rows = torch.zeros((0, dim), dtype=torch.float32, device=device)
         """Capacity grown by doubling: appending a batch must not copy every row already there."""
         self._n = 0
+        self._searching = threading.Lock()
+        """One search at a time: a write batch's neighbour search runs beside the tenant's searches, and
+        FAISS's GPU resources object is not thread-safe."""
         self._res: Any = None
         if device.startswith("cuda") and faiss_gpu_available():
             import faiss.contrib.torch_utils  # noqa: F401  # lets faiss.knn_gpu read torch tensors
@@ -62,6 +66,10 @@ class TorchMirror:
         self._rows[slot] = self._torch.from_numpy(np.array(vec, dtype=np.float32)).to(self._device)
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with self._searching:
+            return self._search(queries, k, allowed)
+
+    def _search(self, queries: np.ndarray, k: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         torch = self._torch
         q = torch.from_numpy(queries).to(self._device)
         mask = torch.from_numpy(allowed).to(self._device)

@@ -146,14 +146,17 @@ class Memory:
             assert t is not None
             todo = t.state.notes.fallback_notes(t.state.index.num_slots)
             for i in range(0, len(todo), batch_size):
-                _commit(t, edits.reannotate(t.state, self.pipeline, todo[i : i + batch_size]))
+                with t.unlocked():  # the LLM annotates with the state only read: searches go on
+                    changes = edits.reannotate(t.state, self.pipeline, todo[i : i + batch_size])
+                _commit(t, changes)
             return sum(1 for n in todo if t.state.notes[n.id].annotated_by != AnnotatedBy.FALLBACK)
 
     def _edit(self, tenant: str, make: Callable[[TenantMemory], tuple[ChangeSet, Any]]) -> Any:
         with self._pool.use(tenant, create=False) as t:
             if t is None:
                 raise NotFound(f"tenant {tenant!r} has no notes")
-            changes, result = make(t.state)
+            with t.unlocked():  # the edit is built from reads (and may embed or annotate): searches go on
+                changes, result = make(t.state)
             _commit(t, changes)
         return result
 

@@ -1,6 +1,6 @@
-"""A write batch reads its neighbours, logs its record, and writes the snapshot it may trigger with the
-tenant's lock released: searches answer meanwhile (21 s for a snapshot at 200k notes, ~3 s for a batch's
-pipeline), while other writes and the tenant's eviction wait for them."""
+"""A write batch reads its neighbours, logs its record and writes the snapshot it may trigger (an edit
+builds its change) with the tenant's lock released: searches answer meanwhile (21 s for a snapshot at
+200k notes, ~1 s for a batch's pipeline), while other writes and the tenant's eviction wait for them."""
 
 from __future__ import annotations
 
@@ -104,6 +104,31 @@ def test_a_search_answers_while_a_write_batch_reads_its_neighbours_and_logs(
         writer.join(60)
         getter.join(60)
         assert len(wrote[0]) == 10 and mem.count("t") == 20
+
+
+def test_a_search_answers_while_an_edit_embeds_its_new_text(
+    tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, release = threading.Event(), threading.Event()
+    real = WritePipeline.encode_notes
+
+    def held(self: WritePipeline, *args: Any) -> Any:
+        started.set()
+        assert release.wait(60)
+        return real(self, *args)
+
+    with Memory(tmp_path / "s", encoder=encoder) as mem:
+        ids = mem.add_many(chat(10, seed=8), tenant="t")
+        monkeypatch.setattr(WritePipeline, "encode_notes", held)
+        editor, _ = _thread(lambda: mem.update(ids[0], tenant="t", content="Maya now keeps bees in Porto"))
+        assert started.wait(60)
+        searcher, found = _thread(lambda: mem.search("Maya", tenant="t", k=3))
+        searcher.join(30)
+        assert not searcher.is_alive(), "a search waited for an edit's embedding"
+        assert len(found[0]) == 3
+        release.set()
+        editor.join(60)
+        assert mem.get(ids[0], tenant="t").content == "Maya now keeps bees in Porto"
 
 
 def test_searches_racing_many_snapshots_fail_none_and_lose_nothing(

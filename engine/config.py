@@ -191,6 +191,9 @@ class RecallConfig:
     x their all-MiniLM-L6-v2 similarity to the query (min-max over them). Costs a transformer forward
     per query plus one per uncached candidate: see docs/recall.md's encoder table."""
     rescore_depth: int = 50
+    successor_weight: float = 1.0
+    """A retired note that matches a "now" search hands this share of its score to the note that replaced
+    it (engine.recall.successors); 0 turns it off."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lexical_weight <= 1.0:
@@ -201,8 +204,8 @@ class RecallConfig:
             raise ConfigError(f"fusion must be 'minmax', 'rrf' or 'zscore', got {self.fusion!r}")
         if self.neighbour_window < 1:
             raise ConfigError("neighbour_window must be >= 1")
-        if self.rescore_weight < 0 or self.rescore_depth < 0:
-            raise ConfigError("rescore_weight and rescore_depth must be >= 0")
+        if self.rescore_weight < 0 or self.rescore_depth < 0 or self.successor_weight < 0:
+            raise ConfigError("rescore_weight, rescore_depth and successor_weight must be >= 0")
 
 
 @dataclass(slots=True, frozen=True)

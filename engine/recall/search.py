@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -24,8 +24,9 @@ from engine.model.timeutil import utcnow
 from engine.recall.query import QueryInfo, analyse
 from engine.recall.rounds import Ranker, lexical_scores
 from engine.recall.sparse import SparseScores
+from engine.recall.successors import hand_over
 from engine.recall.view import TenantView, view_of
-from engine.recall.visible import visible
+from engine.recall.visible import retired_too, visible
 from engine.state.tenant_state import TenantMemory
 
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
@@ -88,15 +89,30 @@ def search_many(
     """Each query's hits, as `search` gives them; the batch shares one dense search (one pass over the
     tenant's rows for all of them), beside one pool thread running every query's lexical stage."""
     mask = visible(tm, recipe.as_of, recipe.include_superseded)
+    wide = _retired_too(tm, recipe)
+    if wide is None:
+        ranked = fuse(tm, query_vecs, queries, mask, recipe)
+    else:  # room for the retired notes that hand their place over (or drop out)
+        ranked = fuse(tm, query_vecs, queries, wide, replace(recipe, k=2 * recipe.k))
     out = []
-    for slots, scores in fuse(tm, query_vecs, queries, mask, recipe):
-        hits = [Hit(note=tm.notes.at(int(s)), score=float(c)) for s, c in zip(slots, scores, strict=True)]
+    for slots, scores in ranked:
+        if wide is None:
+            hits = [Hit(note=tm.notes.at(int(s)), score=float(c)) for s, c in zip(slots, scores, strict=True)]
+        else:
+            hits = hand_over(tm, slots, scores, mask, recipe.levers.successor_weight, recipe.k)
         if recipe.expand_links and hits:
             hits = expand(tm, hits, mask, recipe)
         for hit in hits:
             hit.is_superseded = not _valid(hit, recipe.as_of)
         out.append(hits)
     return out
+
+
+def _retired_too(tm: TenantMemory, recipe: Recipe) -> np.ndarray | None:
+    """The mask to rank by when retired notes pass their match on (engine.recall.successors), else None."""
+    if recipe.levers.successor_weight <= 0 or recipe.as_of is not None or recipe.include_superseded:
+        return None
+    return retired_too(tm)
 
 
 def fuse(

@@ -26,6 +26,7 @@ from engine.model.changes import ChangeSet
 from engine.model.note import AnnotatedBy, Hit, Interaction, Note, NoteVersion
 from engine.model.timeutil import TimeLike, parse_time
 from engine.recall.search import Recipe, search, search_many
+from engine.state.prepared import prepare
 from engine.state.record import micros
 from engine.state.tenant_state import TenantMemory
 from engine.storage.pool import Tenant, TenantPool
@@ -357,10 +358,11 @@ def _release_heap() -> None:
 
 def _commit(t: Tenant, changes: ChangeSet) -> None:
     """Log (fsync) before applying: what a call acknowledged survives a crash."""
-    if t.storage is not None:
-        with t.unlocked():  # the record is encoded from the state, not written to it: searches go on
+    with t.unlocked():  # the record is encoded from the state, not written to it: searches go on
+        if t.storage is not None:
             t.storage.log(changes, t.state)
-    t.state.apply(changes)
+        prepared = prepare(changes)  # what the notes alone give, also before the lock (engine.state.prepared)
+    t.state.apply(changes, prepared=prepared)
     if t.storage is not None and t.storage.should_checkpoint(t.state):
         t.storage.checkpoint(t.state, unlocked=t.unlocked())  # searches go on while it writes
     try:

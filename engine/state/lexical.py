@@ -96,11 +96,15 @@ class LexicalIndex:
 
     # --- writes (buffered) --------------------------------------------------------
     def upsert(self, slot: int, text: str, visible_from: float, invalid_at: float) -> None:
+        self.upsert_terms(slot, " ".join(terms(text)), visible_from, invalid_at)
+
+    def upsert_terms(self, slot: int, indexed: str, visible_from: float, invalid_at: float) -> None:
+        """`upsert` of a text already reduced to its joined `terms` (engine.state.prepared)."""
         if len(self._adds) >= _BUFFERED:  # a write-only ingest never reads: commit before RAM fills
             self.flush()
         self._deletes.add(slot)
         self._adds[slot] = tantivy.Document(
-            text=" ".join(terms(text)),
+            text=indexed,
             slot=slot,
             visible_from=float(visible_from),
             invalid_at=_NOW if math.isinf(invalid_at) else float(invalid_at),

@@ -24,12 +24,11 @@ from itertools import islice
 import numpy as np
 
 from engine.annotate.facts.decision import is_fixed
-from engine.annotate.facts.stance import stance
 from engine.model.note import AnnotatedBy, Note
 from engine.state.packed import Records
+from engine.state.prepared import Content, Prepared
 from engine.state.record import decode, encode, micros
 from engine.state.vector_index import VectorIndex
-from engine.text import has_time_expression
 
 MIN_CAPACITY = 64
 """First column size: a store of many small tenants pays this per tenant (it doubles from there)."""
@@ -221,22 +220,22 @@ class NoteTable(Mapping[str, Note]):
     def bump(self) -> None:
         self.generation += 1
 
-    def put(self, slot: int, note: Note, same_content: bool = False) -> None:
+    def put(self, slot: int, note: Note, ready: Prepared | None = None, same_content: bool = False) -> None:
         """Store `note` at `slot`; `same_content`: the slot's note had this content (an evolved note), so
-        the columns read from the content stand."""
+        the columns read from the content stand. `ready`: what the note alone gives, computed before."""
+        ready = ready or Prepared(encode(note), Content.of(note.content), "")
         self._reserve(slot + 1)
         self._held += self._records[slot] is None
-        self._records[slot] = encode(note)
+        self._records[slot] = ready.record
         self._recent.pop(slot, None)
         self.timestamp[slot] = note.timestamp.timestamp()
         self.speaker[slot] = self._code(note.speaker)
         self._read_standing(slot, note)
         if same_content:
             return
-        self.chars[slot] = len(note.content)
-        self.timely[slot] = has_time_expression(note.content)
-        self.stance[slot] = stance(note.content)
-        self.fixed[slot] = is_fixed(note.content)
+        content = ready.content
+        self.chars[slot], self.timely[slot], self.stance[slot] = content.chars, content.timely, content.stance
+        self.fixed[slot] = content.fixed
 
     def _read_standing(self, slot: int, note: Note) -> None:
         """The columns read from a note's links, annotator and creation time (not its content)."""

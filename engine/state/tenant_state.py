@@ -22,6 +22,7 @@ from engine.state.history import History
 from engine.state.lexical import LexicalIndex
 from engine.state.note_table import MIN_CAPACITY, NoteTable, grown
 from engine.state.packed import Packed, Records, source_key
+from engine.state.prepared import Prepared, indexed_text, prepare
 from engine.state.vector_index import VectorIndex
 
 _NO_LINKS = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
@@ -172,8 +173,11 @@ class TenantMemory:
         self._latest = self._newest_slot()
 
     # --- the only writer ---------------------------------------------------------
-    def apply(self, changes: ChangeSet, index_text: bool = True) -> None:
-        """`index_text=False` leaves the lexical index alone: a snapshot brings its own (`adopt_lexical`)."""
+    def apply(
+        self, changes: ChangeSet, index_text: bool = True, prepared: list[Prepared] | None = None
+    ) -> None:
+        """`index_text=False` leaves the lexical index alone: a snapshot brings its own (`adopt_lexical`).
+        `prepared`: `prepare(changes)`, computed by the caller before it took the lock."""
         self.notes.bump()
         for note_id in changes.deletes:
             self._delete(note_id)
@@ -181,7 +185,7 @@ class TenantMemory:
             self.history.append(version)
         if changes.upserts:
             notes, vectors = [n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts])
-            self._upsert(notes, vectors, index_text)
+            self._upsert(notes, vectors, index_text, prepared or prepare(changes))
 
     def settle(self) -> None:
         """Commit the batch's lexical writes now, on a tenant of up to SETTLE_MAX notes: a write is followed
@@ -201,17 +205,19 @@ class TenantMemory:
             return
         self.lexical = LexicalIndex()
         for slot in self.index.slot_of.values():
-            self.lexical.upsert(slot, lexical_text(self.notes.at(slot)), *self.validity_at(slot))
+            self.lexical.upsert_terms(slot, indexed_text(self.notes.at(slot)), *self.validity_at(slot))
 
-    def _upsert(self, notes: list[Note], vectors: np.ndarray, index_text: bool = True) -> None:
+    def _upsert(
+        self, notes: list[Note], vectors: np.ndarray, index_text: bool, prepared: list[Prepared]
+    ) -> None:
         olds = {n.id: old for n in notes if (old := self.notes.peek(n.id)) is not None}
         slots = self.index.upsert([n.id for n in notes], vectors)
         self._grow_validity()
-        for note, slot in zip(notes, slots, strict=True):
+        for note, slot, ready in zip(notes, slots, prepared, strict=True):
             old = olds.pop(note.id, None)
             if old is not None:
                 self._unlink(slot, old)
-            self.notes.put(slot, note, same_content=old is not None and old.content == note.content)
+            self.notes.put(slot, note, ready, same_content=old is not None and old.content == note.content)
             self._link(slot, note)
             if self._latest < 0 or note.timestamp.timestamp() >= self.notes.timestamp[self._latest]:
                 self._latest = slot
@@ -219,7 +225,7 @@ class TenantMemory:
             invalid = note.invalid_at.timestamp() if note.invalid_at else np.inf
             self._visible_from[slot], self._invalid_at[slot] = visible, invalid
             if index_text:
-                self.lexical.upsert(slot, lexical_text(note), visible, invalid)
+                self.lexical.upsert_terms(slot, ready.indexed, visible, invalid)
 
     def _link(self, slot: int, note: Note) -> None:
         for target in note.link_targets():
@@ -302,9 +308,3 @@ class TenantMemory:
             src = self.notes.at(source)
             out.extend((src.id, link.reason) for link in src.links if link.target == note_id)
         return out
-
-
-def lexical_text(note: Note) -> str:
-    return " ".join(
-        [note.speaker or "", note.content, " ".join(note.keywords), " ".join(note.tags), note.context]
-    )

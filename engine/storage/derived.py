@@ -15,8 +15,9 @@ from typing import Any
 from engine.errors import CorruptIndex
 from engine.state import packed
 from engine.state.lexical import LexicalIndex
+from engine.state.prepared import indexed_text
 from engine.state.record import decode
-from engine.state.tenant_state import TenantMemory, lexical_text
+from engine.state.tenant_state import TenantMemory
 from engine.state.vector_index import VectorIndex
 from engine.storage.checksums import sha256_all
 
@@ -86,7 +87,7 @@ def write_lexical(folder: Path, tm: TenantMemory) -> dict[str, str]:
     index = LexicalIndex(folder)
     for slot in tm.index.slot_of.values():
         visible, invalid = tm.validity_at(slot)  # decoded past the table's cache, which searches change
-        index.upsert(slot, lexical_text(decode(tm.notes.record(slot))), visible, invalid)  # type: ignore[arg-type]
+        index.upsert_terms(slot, indexed_text(decode(tm.notes.record(slot))), visible, invalid)  # type: ignore[arg-type]
     index.flush()
     return tree_sums(folder)
 

@@ -59,9 +59,9 @@ def test_replay_and_refresh_apply_with_the_collector_paused(
     seen: list[bool] = []
     apply = TenantMemory.apply
 
-    def watched(self: TenantMemory, changes: ChangeSet, index_text: bool = True) -> None:
+    def watched(self: TenantMemory, changes: ChangeSet, index_text: bool = True, prepared=None) -> None:
         seen.append(gc.isenabled())
-        apply(self, changes, index_text)
+        apply(self, changes, index_text, prepared)
 
     writer = Memory(tmp_path / "store", Config.of(snapshot_every=10**9), encoder=encoder)
     try:

@@ -13,6 +13,7 @@ import pytest
 
 from bench.synthetic import chat
 from engine import Config, Memory
+from engine import memory as memory_module
 from engine.encode import Encoder
 from engine.state import note_table, packed
 from engine.storage.tenant_store import TenantStorage
@@ -75,7 +76,11 @@ def test_searches_answer_while_a_write_snapshots_and_other_calls_wait(
         assert sources == {line["source_id"] for line in lines}
 
 
-@pytest.mark.parametrize("step", [(WritePipeline, "run"), (TenantStorage, "log")], ids=["pipeline", "log"])
+@pytest.mark.parametrize(
+    "step",
+    [(WritePipeline, "run"), (TenantStorage, "log"), (memory_module, "prepare")],
+    ids=["pipeline", "log", "prepare"],
+)
 def test_a_search_answers_while_a_write_batch_reads_its_neighbours_and_logs(
     tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch, step: tuple[type, str]
 ) -> None:
@@ -83,10 +88,10 @@ def test_a_search_answers_while_a_write_batch_reads_its_neighbours_and_logs(
     owner, name = step
     real = getattr(owner, name)
 
-    def held(self: Any, *args: Any) -> Any:
+    def held(*args: Any) -> Any:  # a method (self first) or engine.memory's `prepare`
         started.set()
         assert release.wait(60)
-        return real(self, *args)
+        return real(*args)
 
     with Memory(tmp_path / "s", encoder=encoder) as mem:
         mem.add_many(lines[:10], tenant="t")

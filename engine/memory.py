@@ -363,6 +363,8 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
             t.storage.log(changes, t.state)
         prepared = prepare(changes)  # what the notes alone give, also before the lock (engine.state.prepared)
     t.state.apply(changes, prepared=prepared)
+    with t.unlocked():  # a seal writes a spill file; searches never read versions: `writing` guards them
+        t.state.history.seal()
     if t.storage is not None and t.storage.should_checkpoint(t.state):
         t.storage.checkpoint(t.state, unlocked=t.unlocked())  # searches go on while it writes
     try:

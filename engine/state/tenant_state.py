@@ -181,8 +181,8 @@ class TenantMemory:
         self.notes.bump()
         for note_id in changes.deletes:
             self._delete(note_id)
-        for version in changes.versions:
-            self.history.append(version)
+        for version in changes.versions:  # prepared by a caller that also seals the history unlocked
+            self.history.append(version, seal=prepared is None)
         if changes.upserts:
             notes, vectors = [n for n, _ in changes.upserts], np.stack([v for _, v in changes.upserts])
             self._upsert(notes, vectors, index_text, prepared or prepare(changes))

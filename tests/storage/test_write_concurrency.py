@@ -16,6 +16,7 @@ from engine import Config, Memory
 from engine import memory as memory_module
 from engine.encode import Encoder
 from engine.state import note_table, packed
+from engine.state.history import History
 from engine.storage.tenant_store import TenantStorage
 from engine.write.pipeline import WritePipeline
 
@@ -78,8 +79,8 @@ def test_searches_answer_while_a_write_snapshots_and_other_calls_wait(
 
 @pytest.mark.parametrize(
     "step",
-    [(WritePipeline, "run"), (TenantStorage, "log"), (memory_module, "prepare")],
-    ids=["pipeline", "log", "prepare"],
+    [(WritePipeline, "run"), (TenantStorage, "log"), (memory_module, "prepare"), (History, "seal")],
+    ids=["pipeline", "log", "prepare", "seal versions"],
 )
 def test_a_search_answers_while_a_write_batch_reads_its_neighbours_and_logs(
     tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch, step: tuple[type, str]

@@ -366,7 +366,7 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
     with t.unlocked():  # a seal writes a spill file; searches never read versions: `writing` guards them
         t.state.history.seal()
     if t.storage is not None and t.storage.should_checkpoint(t.state):
-        t.storage.checkpoint(t.state, unlocked=t.unlocked())  # searches go on while it writes
+        t.storage.checkpoint(t.state, unlocked=t.unlocked)  # searches go on while it writes
     try:
         t.state.settle()
     except OSError as exc:  # logged and applied: the write stands, the next search commits again

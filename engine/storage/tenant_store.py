@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -205,17 +206,23 @@ class TenantStorage:
         return self._since_snapshot >= storage.snapshot_every or held >= bar
 
     def checkpoint(
-        self, tm: TenantMemory, purge: bool = False, unlocked: AbstractContextManager[Any] | None = None
+        self,
+        tm: TenantMemory,
+        purge: bool = False,
+        unlocked: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> None:
         """Snapshot now. `purge` (after a hard delete) also drops the fallback snapshot and the whole log,
-        so no copy of deleted content stays on disk. `unlocked`: see `write_snapshot`."""
+        so no copy of deleted content stays on disk. `unlocked` gives the context in which the tenant's
+        lock is released (see `write_snapshot`); removing the old snapshot (a second or more at 200k
+        notes) and trimming the log, which read no state, run in one too."""
         if self.read_only or (self._since_snapshot == 0 and not purge):
             return
         previous = [int(p.name.split("-")[1]) for p in snapshots_newest_first(self.folder)]
-        write_snapshot(self.folder, tm, self.seq, self.encoder, unlocked)
-        prune_snapshots(self.folder, keep=1 if purge else 2)
-        if self._wal is not None:
-            self._wal.truncate(upto_seq=self.seq if purge or not previous else previous[0])
+        write_snapshot(self.folder, tm, self.seq, self.encoder, unlocked and unlocked())
+        with unlocked() if unlocked else nullcontext():
+            prune_snapshots(self.folder, keep=1 if purge else 2)
+            if self._wal is not None:
+                self._wal.truncate(upto_seq=self.seq if purge or not previous else previous[0])
         self._since_snapshot = 0
 
     def close(self, tm: TenantMemory | None, snapshot: bool = True) -> None:

@@ -17,6 +17,7 @@ from engine import memory as memory_module
 from engine.encode import Encoder
 from engine.state import note_table, packed
 from engine.state.history import History
+from engine.storage import tenant_store
 from engine.storage.tenant_store import TenantStorage
 from engine.write.pipeline import WritePipeline
 
@@ -79,8 +80,14 @@ def test_searches_answer_while_a_write_snapshots_and_other_calls_wait(
 
 @pytest.mark.parametrize(
     "step",
-    [(WritePipeline, "run"), (TenantStorage, "log"), (memory_module, "prepare"), (History, "seal")],
-    ids=["pipeline", "log", "prepare", "seal versions"],
+    [
+        (WritePipeline, "run"),
+        (TenantStorage, "log"),
+        (memory_module, "prepare"),
+        (History, "seal"),
+        (tenant_store, "prune_snapshots"),
+    ],
+    ids=["pipeline", "log", "prepare", "seal versions", "remove the old snapshot"],
 )
 def test_a_search_answers_while_a_write_batch_reads_its_neighbours_and_logs(
     tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch, step: tuple[type, str]
@@ -89,12 +96,13 @@ def test_a_search_answers_while_a_write_batch_reads_its_neighbours_and_logs(
     owner, name = step
     real = getattr(owner, name)
 
-    def held(*args: Any) -> Any:  # a method (self first) or engine.memory's `prepare`
+    def held(*args: Any, **kwargs: Any) -> Any:  # a method (self first) or a module's function
         started.set()
         assert release.wait(60)
-        return real(*args)
+        return real(*args, **kwargs)
 
-    with Memory(tmp_path / "s", encoder=encoder) as mem:
+    config = Config.of(snapshot_held=15, snapshot_held_max=15)  # the second batch snapshots
+    with Memory(tmp_path / "s", config, encoder=encoder) as mem:
         mem.add_many(lines[:10], tenant="t")
         monkeypatch.setattr(owner, name, held)
         writer, wrote = _thread(lambda: mem.add_many(lines[10:20], tenant="t"))

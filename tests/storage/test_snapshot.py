@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 
 from engine import Config, Memory
+from engine.storage import notes_file
 
 LINES = [
     ("I adopted a golden retriever puppy named Max.", "Alice"),
@@ -86,3 +87,15 @@ def test_tenants_are_isolated(store, encoder) -> None:
         with pytest.raises(NotFound):
             mem.get(a_ids[0], tenant="beta")
     assert sorted(p.name for p in (store / "tenants").iterdir()) == ["alpha", "beta"]
+
+
+def test_notes_file_built_in_chunks_equals_one_built_whole(store, encoder, monkeypatch) -> None:
+    with Memory(store, Config(), encoder=encoder) as mem:
+        _fill(mem)
+        with mem._pool.use("t") as t:
+            whole = notes_file.notes_table(t.state)
+            monkeypatch.setattr(notes_file, "CHUNK", 2)
+            chunked = notes_file.notes_table(t.state)
+    assert chunked.column("id").num_chunks == 3 and whole.column("id").num_chunks == 1
+    assert chunked.combine_chunks().equals(whole.combine_chunks())
+    assert chunked.num_rows == len(LINES)

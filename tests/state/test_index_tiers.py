@@ -1,5 +1,6 @@
 """The ANN tier against exact search, tier switch-over, masks inside FAISS, and the index file."""
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from engine.config import IndexConfig
 from engine.errors import CorruptIndex
+from engine.state import vector_index
 from engine.state.vector_index import VectorIndex
 
 DIM = 32
@@ -202,6 +204,39 @@ def test_a_failed_background_add_is_raised_on_every_later_read() -> None:
 
     ix._store.add = no_memory  # the insert a full machine would refuse
     ix.upsert(["late"], db[150:151])
+    assert ix._pending is not None and ix._pending.exception(
+        timeout=30
+    )  # failed (a search before may answer)
     for read in (lambda: ix.search(db[:1], 3), lambda: ix.vector("n0"), lambda: ix.upsert(["x"], db[:1])):
         with pytest.raises(MemoryError, match="no room"):
             read()
+
+
+def test_a_search_during_a_background_add_answers_without_waiting_and_sees_every_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The graph as far as the add got, the rest exactly: the same hits as after the add, mask honoured."""
+    monkeypatch.setattr(vector_index, "ADD_CHUNK", 8)
+    db = _clustered(3, 260, 5)
+    ix = _filled(db[:200])
+    real, reached, release = ix._add_chunk, threading.Event(), threading.Event()
+
+    def slow_add(rows: np.ndarray) -> None:
+        real(rows)
+        reached.set()  # one chunk in the graph: hold the rest (between chunks, the graph unlocked)
+        assert release.wait(30)
+
+    ix._add_chunk = slow_add  # type: ignore[method-assign]
+    ix.upsert([f"n{i}" for i in range(200, 260)], db[200:])
+    assert reached.wait(30) and ix._store.ntotal == 208
+    queries, half = db[195:215], np.random.default_rng(0).random(260) < 0.5
+    during = [ix.search(queries, 5), ix.search(queries, 5, half)]  # would wait for `release` forever
+    assert ix._store.ntotal == 208 and not ix._pending.done()
+    assert {s for hits in during[0] for s, _ in hits} & set(range(208, 260))  # pending rows are found
+    assert all(half[s] for hits in during[1] for s, _ in hits)
+    release.set()
+    ix._settle()
+    for got, allowed in zip(during, (np.ones(260, bool), half), strict=True):
+        for q, hits in zip(queries, got, strict=True):
+            fifth = np.sort(np.where(allowed, db @ q, -np.inf))[-5]
+            assert len(hits) == 5 and all(c >= fifth - 1e-5 for _, c in hits)  # the exact top 5

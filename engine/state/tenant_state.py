@@ -12,7 +12,6 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from engine.config import IndexConfig
 from engine.errors import NotFound
@@ -143,7 +142,7 @@ class TenantMemory:
         columns |= {"visible_from": self._visible_from, "invalid_at": self._invalid_at}
         keys, key_slots = self._merged_sources()
         return Packed(
-            records=Records(pa.array(notes.records(n), type=pa.large_binary())),
+            records=Records(notes.record_column(n)),
             columns={k: v[:n] for k, v in columns.items()},
             speakers=notes.speakers,
             backlink_offsets=offsets,

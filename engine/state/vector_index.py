@@ -15,8 +15,10 @@ machine a torch mirror of the rows on the GPU is searched exactly (engine/state/
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import faiss
@@ -55,6 +57,8 @@ class VectorIndex:
         exactly meanwhile."""
         self._graph = threading.Lock()
         """Held while the graph takes a chunk of rows, and while a search reads it during an add."""
+        self._readers = _Waiting()
+        """Reads waiting for `_graph`: the adder lets them in before its next chunk."""
         self._settling = threading.Lock()
         device = torch_device or ("cuda" if use_cuda else None)
         self._gpu = TorchMirror(dim, device) if device else None
@@ -134,8 +138,14 @@ class VectorIndex:
             self._add_chunk(block[start : start + ADD_CHUNK])
 
     def _add_chunk(self, rows: np.ndarray) -> None:
+        self._readers.clear()  # a released lock is mostly re-taken by its releaser: reads go first
         with self._graph:
             self._store.add(rows)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        with self._readers, self._graph:
+            yield
 
     def _settle(self) -> None:
         """Wait for a background add and re-take the row view (the add may have moved the storage). A
@@ -194,8 +204,19 @@ class VectorIndex:
         return self._view[slot].copy()
 
     def vectors(self, slots: np.ndarray) -> np.ndarray:
-        self._settle()
-        return self._view[slots]
+        """Rows by slot (a copy); during a background add, without waiting for it (a search reads them)."""
+        pending = self._pending
+        if pending is None or pending.done():
+            self._settle()
+            return self._view[slots]
+        slots = np.asarray(slots, dtype=np.int64)
+        with self._reading():  # the add may have moved the storage: read it as it is now
+            in_graph, (first, rows) = int(self._store.ntotal), self._adding
+            out = np.empty((len(slots), self.dim), dtype=np.float32)
+            inside = slots < in_graph
+            out[inside] = ann.rows_view(self._store, self.dim)[slots[inside]]
+            out[~inside] = rows[slots[~inside] - first]
+        return out
 
     def search(
         self, queries: np.ndarray, k: int, mask: np.ndarray | None = None, ef: int | None = None
@@ -229,7 +250,7 @@ class VectorIndex:
             if self.tier == ann.ANN:
                 beam = ef or self.config.search_beam(len(self))
                 adding = self._pending is not None and not self._pending.done()
-                with self._graph if adding else nullcontext():  # concurrent searches need no lock
+                with self._reading() if adding else nullcontext():  # concurrent searches need no lock
                     return self._search_adding(queries, k, allowed, beam)
             return self._search_exact(queries, k, allowed, n_allowed)
 
@@ -302,7 +323,7 @@ class VectorIndex:
         return index
 
 
-ADD_CHUNK = 256
+ADD_CHUNK = 32
 """Rows the graph takes at a time in a background add: the longest a search waits for the graph."""
 
 _ADDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="amem-hnsw-add")
@@ -342,3 +363,24 @@ def _topk(rows: np.ndarray, slots: np.ndarray, queries: np.ndarray, k: int) -> t
     scores[:, : top.shape[1]] = np.take_along_axis(sims, top, axis=1)
     out[:, : top.shape[1]] = slots[top]
     return scores, out
+
+
+class _Waiting:
+    """Counts the threads inside `with`, from before they wait for a lock; `clear` waits until none."""
+
+    def __init__(self) -> None:
+        self._count, self._lock = 0, threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+    def clear(self, most_s: float = 0.05) -> None:
+        """Wait (at most `most_s`: a steady stream of reads must not starve the add) until none is in."""
+        until = time.monotonic() + most_s
+        while self._count and time.monotonic() < until:
+            time.sleep(0.0002)

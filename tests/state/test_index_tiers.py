@@ -231,6 +231,8 @@ def test_a_search_during_a_background_add_answers_without_waiting_and_sees_every
     assert reached.wait(30) and ix._store.ntotal == 208
     queries, half = db[195:215], np.random.default_rng(0).random(260) < 0.5
     during = [ix.search(queries, 5), ix.search(queries, 5, half)]  # would wait for `release` forever
+    some = np.array([0, 150, 207, 208, 259])  # rows in the graph, and not yet: read without waiting too
+    assert np.array_equal(ix.vectors(some), db[some])
     assert ix._store.ntotal == 208 and not ix._pending.done()
     assert {s for hits in during[0] for s, _ in hits} & set(range(208, 260))  # pending rows are found
     assert all(half[s] for hits in during[1] for s, _ in hits)

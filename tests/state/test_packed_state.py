@@ -214,3 +214,18 @@ def state_file_without(folder: Path, tm: TenantMemory, columns: list[str]) -> Pa
         with pa.OSFile(str(before), "wb") as sink, pa.ipc.new_file(sink, old.schema) as out:
             out.write_batch(old)
     return before
+
+
+def test_records_packed_in_chunks_equal_the_table_slot_by_slot(monkeypatch) -> None:
+    tm = tenant()  # six slots, one of them emptied by a delete
+    whole = tm.pack().records
+    monkeypatch.setattr(note_table, "_CHUNK", 4)  # chunks of 4 + 2 slots
+    chunked = tm.pack().records
+    n = tm.index.num_slots
+    assert len(chunked) == len(whole) == n == 6
+    for slot in range(n):
+        expected = tm.notes.record(slot)
+        got = chunked.get(slot)
+        assert (None if got is None else bytes(got)) == (None if expected is None else bytes(expected)), slot
+        assert (chunked.get(slot) is None) == (whole.get(slot) is None)
+    assert chunked.get(3) is None  # the deleted note's slot

@@ -153,7 +153,11 @@ class WritePipeline:
         # One search serves both duplicate detection and link candidates.
         depth = max(3, self.config.write.k_neighbours)
         ef = self.config.index.ann_ef_write
-        batch.hits = batch.tm.index.search(batch.vecs, depth, batch.tm.mask(), ef) if batch.new else []
+        batch.hits = (
+            batch.tm.index.search(batch.vecs, depth, batch.tm.mask(), ef, background=True)
+            if batch.new
+            else []
+        )
         batch.inner = batch.vecs @ batch.vecs.T
 
     def encode_notes(self, notes: list[Note]) -> np.ndarray:

@@ -227,6 +227,7 @@ def test_a_search_during_a_background_add_answers_without_waiting_and_sees_every
         assert release.wait(30)
 
     ix._add_chunk = slow_add  # type: ignore[method-assign]
+    ix.search(db[:1], 1)  # queries come: the add goes in chunks
     ix.upsert([f"n{i}" for i in range(200, 260)], db[200:])
     assert reached.wait(30) and ix._store.ntotal == 208
     queries, half = db[195:215], np.random.default_rng(0).random(260) < 0.5
@@ -242,3 +243,20 @@ def test_a_search_during_a_background_add_answers_without_waiting_and_sees_every
         for q, hits in zip(queries, got, strict=True):
             fifth = np.sort(np.where(allowed, db @ q, -np.inf))[-5]
             assert len(hits) == 5 and all(c >= fifth - 1e-5 for _, c in hits)  # the exact top 5
+
+
+def test_a_background_add_goes_whole_unless_queries_come(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vector_index, "ADD_CHUNK", 8)
+    db = _clustered(4, 300, 5)
+    ix = _filled(db[:200])
+    sizes: list[int] = []
+    real = ix._add_chunk
+    ix._add_chunk = lambda rows: (sizes.append(len(rows)), real(rows))[1]  # type: ignore[method-assign]
+    ix.search(db[:1], 1, background=True)  # a write's own search is no query
+    ix.upsert([f"n{i}" for i in range(200, 250)], db[200:250])
+    ix._settle()
+    assert sizes == [50]
+    ix.search(db[:1], 1)
+    ix.upsert([f"n{i}" for i in range(250, 300)], db[250:300])
+    ix._settle()
+    assert sizes == [50, 8, 8, 8, 8, 8, 8, 2]

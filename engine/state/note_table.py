@@ -232,7 +232,7 @@ class NoteTable(Mapping[str, Note]):
     def put(self, slot: int, note: Note, ready: Prepared | None = None, same_content: bool = False) -> None:
         """Store `note` at `slot`; `same_content`: the slot's note had this content (an evolved note), so
         the columns read from the content stand. `ready`: what the note alone gives, computed before."""
-        ready = ready or Prepared(encode(note), Content.of(note.content), "")
+        ready = ready or Prepared(encode(note), None, "")
         self._reserve(slot + 1)
         self._held += self._records[slot] is None
         self._records[slot] = ready.record
@@ -242,7 +242,7 @@ class NoteTable(Mapping[str, Note]):
         self._read_standing(slot, note)
         if same_content:
             return
-        content = ready.content
+        content = ready.content or Content.of(note.content)
         self.chars[slot], self.timely[slot], self.stance[slot] = content.chars, content.timely, content.stance
         self.fixed[slot] = content.fixed
 

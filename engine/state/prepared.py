@@ -36,7 +36,9 @@ class Content:
 @dataclass(slots=True, frozen=True)
 class Prepared:
     record: bytes
-    content: Content
+    content: Content | None
+    """None for a note's later versions: most are evolutions, whose content (and columns) stand; the
+    table reads the rest under the lock (an edit's new text)."""
     indexed: str
     """The lexical index's text: the note's terms, joined."""
 
@@ -53,4 +55,7 @@ def indexed_text(note: Note) -> str:
 
 def prepare(changes: ChangeSet) -> list[Prepared]:
     """One Prepared per upsert of `changes`, in order."""
-    return [Prepared(encode(n), Content.of(n.content), indexed_text(n)) for n, _ in changes.upserts]
+    return [
+        Prepared(encode(n), Content.of(n.content) if n.version == 1 else None, indexed_text(n))
+        for n, _ in changes.upserts
+    ]

@@ -242,8 +242,8 @@ class VectorIndex:
         if not background:
             self._last_query = time.monotonic()
         pending = self._pending
-        if pending is None or pending.done() or self._gpu:
-            self._settle()
+        if pending is None or pending.done() or self._gpu or background:  # a write's search waits: its
+            self._settle()  # HNSW search and the add, each on both cores, ran slower side by side
         allowed = self.live if mask is None else (self.live & mask)
         n_allowed = int(np.count_nonzero(allowed))  # ~20x faster than sum() over a bool array
         k = min(k, n_allowed)

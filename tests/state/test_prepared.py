@@ -28,7 +28,7 @@ TEXTS = [
 
 
 def _batches(seed: int) -> list[ChangeSet]:
-    """New notes and evolved ones (same id and content, new links), a few per batch."""
+    """New notes, evolved ones (same id and content, new links) and edited ones, a few per batch."""
     rng, content, out = random.Random(seed), {}, []
     for step in range(25):
         batch = ChangeSet()
@@ -41,7 +41,10 @@ def _batches(seed: int) -> list[ChangeSet]:
         if step % 3 == 2:
             old = rng.choice(list(content))
             evolved = _random_note(rng, int(old[1:]), [i for i in content if i != old])
-            evolved.content = content[old]
+            evolved.version = 2  # a later version: its columns come from the table, under the lock
+            evolved.content = content[old] = (
+                content[old] if step % 6 == 2 else f"{rng.choice(TEXTS)} (edit {step})"
+            )
             batch.upserts.append((evolved, _vec(step)))
         out.append(batch)
     return out

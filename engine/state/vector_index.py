@@ -8,7 +8,8 @@ Tiers (engine/state/ann.py; sizes in Config.index): an exact FAISS IndexFlatIP f
 `ann_min_notes` notes an HNSW graph over the same rows (slot == node id, so slots, ids and masks carry
 over unchanged); back to exact below half of that. A mask is applied inside FAISS (IDSelectorBitmap);
 one allowing at most `ann_exact_max` notes is searched exactly over just those rows. New rows join the
-graph on a worker thread while the caller goes on; every read waits for them first. On a CUDA
+graph on a worker thread while the caller goes on (engine/state/graph_add.py): a search meanwhile reads
+the graph as far as they got and the rest exactly; other reads and writes wait for them. On a CUDA
 machine a torch mirror of the rows on the GPU is searched exactly (engine/state/gpu_index.py).
 """
 
@@ -16,9 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 import faiss
@@ -28,6 +27,7 @@ from engine.config import IndexConfig
 from engine.errors import NotFound
 from engine.state import ann
 from engine.state.gpu_index import TorchMirror
+from engine.state.graph_add import GraphAdd, exact_topk
 
 
 class VectorIndex:
@@ -50,17 +50,8 @@ class VectorIndex:
         self.live = np.zeros(0, dtype=bool)
         self._stale: set[int] = set()
         """ANN-tier slots whose row moved far from where the graph linked it: searched exactly too."""
-        self._pending: Future[None] | None = None
-        """A background add of new rows to the HNSW graph (_grow)."""
-        self._adding: tuple[int, np.ndarray] = (0, np.zeros((0, dim), dtype=np.float32))
-        """(first slot, rows) of the last background add: the rows not in the graph yet are searched
-        exactly meanwhile."""
-        self._graph = threading.Lock()
-        """Held while the graph takes a chunk of rows, and while a search reads it during an add."""
-        self._readers = _Waiting()
-        """Reads waiting for `_graph`: the adder lets them in before its next chunk."""
-        self._last_query = -np.inf
-        """time.monotonic() of the last search that was not a write's own (`background`)."""
+        self._adds = GraphAdd(dim)
+        """New rows joining the HNSW graph on a worker thread (_grow; engine/state/graph_add.py)."""
         self._settling = threading.Lock()
         device = torch_device or ("cuda" if use_cuda else None)
         self._gpu = TorchMirror(dim, device) if device else None
@@ -128,43 +119,18 @@ class VectorIndex:
         if self._gpu:
             self._gpu.append(block)
         if self.tier == ann.ANN:
-            self._adding = (first, block)
-            self._pending = _ADDER.submit(self._add_in_chunks, block)
+            self._adds.start(self._store, first, block)
         else:
             self._store.add(block)
             self._view = ann.rows_view(self._store, self.dim)  # add() may move FAISS storage
         return first
 
-    def _add_in_chunks(self, block: np.ndarray) -> None:
-        """In chunks of ADD_CHUNK while queries come (one waits for a chunk at most), else the rest at
-        once: FAISS spreads one add over the cores, and 1,000 rows added 32 at a time took 1.8x as long."""
-        start = 0
-        while start < len(block):
-            queried = time.monotonic() - self._last_query < QUERIED_S
-            size = ADD_CHUNK if queried else len(block) - start
-            self._add_chunk(block[start : start + size])
-            start += size
-
-    def _add_chunk(self, rows: np.ndarray) -> None:
-        self._readers.clear()  # a released lock is mostly re-taken by its releaser: reads go first
-        with self._graph:
-            self._store.add(rows)
-
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
-        with self._readers, self._graph:
-            yield
-
     def _settle(self) -> None:
         """Wait for a background add and re-take the row view (the add may have moved the storage). A
         failed add stays raised on every later access: the index no longer matches its slots."""
         with self._settling:
-            if self._pending is None:
-                return
-            self._pending.result()
-            self._pending = None
-            self._adding = (0, self._adding[1][:0])
-            self._view = ann.rows_view(self._store, self.dim)
+            if self._adds.wait():
+                self._view = ann.rows_view(self._store, self.dim)
 
     def remove(self, ids: list[str]) -> None:
         self._settle()
@@ -213,13 +179,12 @@ class VectorIndex:
 
     def vectors(self, slots: np.ndarray) -> np.ndarray:
         """Rows by slot (a copy); during a background add, without waiting for it (a search reads them)."""
-        pending = self._pending
-        if pending is None or pending.done():
+        if not self._adds.running:
             self._settle()
             return self._view[slots]
         slots = np.asarray(slots, dtype=np.int64)
-        with self._reading():  # the add may have moved the storage: read it as it is now
-            in_graph, (first, rows) = int(self._store.ntotal), self._adding
+        with self._adds.reading():  # the add may have moved the storage: read it as it is now
+            in_graph, first, rows = int(self._store.ntotal), self._adds.first, self._adds.rows
             out = np.empty((len(slots), self.dim), dtype=np.float32)
             inside = slots < in_graph
             out[inside] = ann.rows_view(self._store, self.dim)[slots[inside]]
@@ -240,9 +205,8 @@ class VectorIndex:
         During a background add it does not wait for the add (0.3-0.6 s per write batch at 250k notes)
         but searches the graph as far as it got, and the rest exactly."""
         if not background:
-            self._last_query = time.monotonic()
-        pending = self._pending
-        if pending is None or pending.done() or self._gpu or background:  # a write's search waits: its
+            self._adds.last_query = time.monotonic()
+        if not self._adds.running or self._gpu or background:  # a write's search waits: its
             self._settle()  # HNSW search and the add, each on both cores, ran slower side by side
         allowed = self.live if mask is None else (self.live & mask)
         n_allowed = int(np.count_nonzero(allowed))  # ~20x faster than sum() over a bool array
@@ -266,8 +230,7 @@ class VectorIndex:
         with ann.one_thread() if few else nullcontext():
             if self.tier == ann.ANN:
                 beam = ef or self.config.search_beam(len(self))
-                adding = self._pending is not None and not self._pending.done()
-                with self._reading() if adding else nullcontext():  # concurrent searches need no lock
+                with self._adds.reading():
                     return self._search_adding(queries, k, allowed, beam)
             return self._search_exact(queries, k, allowed, n_allowed)
 
@@ -277,7 +240,7 @@ class VectorIndex:
         """The graph's rows through the graph, the rows an add has not reached yet exactly (none once
         it is done). Slot == node id, so the graph holds exactly the slots below its `ntotal`."""
         in_graph = int(self._store.ntotal)
-        first, rows = self._adding
+        first, rows = self._adds.first, self._adds.rows
         graph_allowed = allowed[:in_graph]
         found = self._search_ann(queries, k, graph_allowed, int(np.count_nonzero(graph_allowed)), beam)
         if in_graph >= len(allowed) or in_graph >= first + len(rows):
@@ -285,7 +248,9 @@ class VectorIndex:
         rest = np.flatnonzero(allowed[in_graph : first + len(rows)]) + in_graph
         if not len(rest):
             return found
-        return ann.merge(found, _topk(rows[rest - first], rest, queries, k), np.zeros(len(allowed), bool), k)
+        return ann.merge(
+            found, exact_topk(rows[rest - first], rest, queries, k), np.zeros(len(allowed), bool), k
+        )
 
     def _search_exact(
         self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int
@@ -340,14 +305,6 @@ class VectorIndex:
         return index
 
 
-ADD_CHUNK = 32
-"""Rows the graph takes at a time in a background add while queries come: the longest one waits."""
-QUERIED_S = 2.0
-"""A query this recent makes a background add go in chunks."""
-
-_ADDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="amem-hnsw-add")
-"""One thread for every tenant's background adds: two graph inserts at once would share two cores."""
-
 _DRIFT_COSINE = 0.9
 """A row re-embedded to below this cosine with its old self counts as stale in the graph."""
 
@@ -371,35 +328,3 @@ def _blas_topk(
         scores[start : start + rows] = np.take_along_axis(part, order, axis=1)
         slots[start : start + rows] = np.take_along_axis(top, order, axis=1)
     return scores, slots
-
-
-def _topk(rows: np.ndarray, slots: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (scores, slots) of a few rows, padded to k with (-inf, -1)."""
-    scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
-    out = np.full((len(queries), k), -1, dtype=np.int64)
-    sims = queries @ rows.T
-    top = np.argsort(-sims, axis=1, kind="stable")[:, :k]
-    scores[:, : top.shape[1]] = np.take_along_axis(sims, top, axis=1)
-    out[:, : top.shape[1]] = slots[top]
-    return scores, out
-
-
-class _Waiting:
-    """Counts the threads inside `with`, from before they wait for a lock; `clear` waits until none."""
-
-    def __init__(self) -> None:
-        self._count, self._lock = 0, threading.Lock()
-
-    def __enter__(self) -> None:
-        with self._lock:
-            self._count += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._count -= 1
-
-    def clear(self, most_s: float = 0.05) -> None:
-        """Wait (at most `most_s`: a steady stream of reads must not starve the add) until none is in."""
-        until = time.monotonic() + most_s
-        while self._count and time.monotonic() < until:
-            time.sleep(0.0002)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from engine.config import IndexConfig
 from engine.errors import CorruptIndex
-from engine.state import vector_index
+from engine.state import graph_add
 from engine.state.vector_index import VectorIndex
 
 DIM = 32
@@ -204,7 +204,7 @@ def test_a_failed_background_add_is_raised_on_every_later_read() -> None:
 
     ix._store.add = no_memory  # the insert a full machine would refuse
     ix.upsert(["late"], db[150:151])
-    assert ix._pending is not None and ix._pending.exception(
+    assert ix._adds.future is not None and ix._adds.future.exception(
         timeout=30
     )  # failed (a search before may answer)
     for read in (lambda: ix.search(db[:1], 3), lambda: ix.vector("n0"), lambda: ix.upsert(["x"], db[:1])):
@@ -216,17 +216,17 @@ def test_a_search_during_a_background_add_answers_without_waiting_and_sees_every
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The graph as far as the add got, the rest exactly: the same hits as after the add, mask honoured."""
-    monkeypatch.setattr(vector_index, "ADD_CHUNK", 8)
+    monkeypatch.setattr(graph_add, "ADD_CHUNK", 8)
     db = _clustered(3, 260, 5)
     ix = _filled(db[:200])
-    real, reached, release = ix._add_chunk, threading.Event(), threading.Event()
+    real, reached, release = ix._adds._add_chunk, threading.Event(), threading.Event()
 
-    def slow_add(rows: np.ndarray) -> None:
-        real(rows)
+    def slow_add(store: object, rows: np.ndarray) -> None:
+        real(store, rows)
         reached.set()  # one chunk in the graph: hold the rest (between chunks, the graph unlocked)
         assert release.wait(30)
 
-    ix._add_chunk = slow_add  # type: ignore[method-assign]
+    ix._adds._add_chunk = slow_add  # type: ignore[method-assign]
     ix.search(db[:1], 1)  # queries come: the add goes in chunks
     ix.upsert([f"n{i}" for i in range(200, 260)], db[200:])
     assert reached.wait(30) and ix._store.ntotal == 208
@@ -234,7 +234,7 @@ def test_a_search_during_a_background_add_answers_without_waiting_and_sees_every
     during = [ix.search(queries, 5), ix.search(queries, 5, half)]  # would wait for `release` forever
     some = np.array([0, 150, 207, 208, 259])  # rows in the graph, and not yet: read without waiting too
     assert np.array_equal(ix.vectors(some), db[some])
-    assert ix._store.ntotal == 208 and not ix._pending.done()
+    assert ix._store.ntotal == 208 and ix._adds.running
     assert {s for hits in during[0] for s, _ in hits} & set(range(208, 260))  # pending rows are found
     assert all(half[s] for hits in during[1] for s, _ in hits)
     release.set()
@@ -246,12 +246,12 @@ def test_a_search_during_a_background_add_answers_without_waiting_and_sees_every
 
 
 def test_a_background_add_goes_whole_unless_queries_come(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vector_index, "ADD_CHUNK", 8)
+    monkeypatch.setattr(graph_add, "ADD_CHUNK", 8)
     db = _clustered(4, 300, 5)
     ix = _filled(db[:200])
     sizes: list[int] = []
-    real = ix._add_chunk
-    ix._add_chunk = lambda rows: (sizes.append(len(rows)), real(rows))[1]  # type: ignore[method-assign]
+    real = ix._adds._add_chunk
+    ix._adds._add_chunk = lambda store, rows: (sizes.append(len(rows)), real(store, rows))[1]  # type: ignore[method-assign]
     ix.search(db[:1], 1, background=True)  # a write's own search is no query
     ix.upsert([f"n{i}" for i in range(200, 250)], db[200:250])
     ix._settle()

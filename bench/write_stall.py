@@ -1,7 +1,7 @@
 """Searches beside a write: how long a tenant's searches wait while a batch is written and snapshotted.
 
     python -m bench.write_stall [--notes 50000] [--store DIR --tenant T] [--baseline /path/to/checkout]
-                                [--rounds 2] [--batch 1000]
+                                [--baseline-store DIR] [--rounds 2] [--batch 1000]
 
 Builds (once, cached under bench/results/stores/) a store whose tenant holds `--notes` chat lines, or
 uses `--store`/`--tenant` (a kept bench/scale.py tenant, say). Each try is a fresh process: it opens the
@@ -9,7 +9,9 @@ store, warms up with 50 searches, then one thread searches in a loop while the m
 new chat lines with `snapshot_every=1`, so the write ends with a full snapshot, as a growing tenant's
 does. Reported: the write's wall time, the searches answered inside it, and the p50 / p99 / longest
 search that overlapped it. Engines alternate within each round on the same store (each try adds its
-batch: the tenant grows by `--batch` a try). The baseline runs with PYTHONPATH at its checkout.
+batch: the tenant grows by `--batch` a try), or, with `--baseline-store` (a copy of the store, for an
+engine that writes another snapshot format), each on its own. The baseline runs with PYTHONPATH at its
+checkout. `disk_gb`: the tenant folder's bytes after the try (a file linked twice counted once).
 """
 
 from __future__ import annotations
@@ -84,6 +86,16 @@ def _child(code: str, root: Path, argv: list[str]) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {}
 
 
+def _bytes(folder: Path) -> int:
+    seen, total = set(), 0
+    for path in folder.rglob("*"):
+        st = path.stat()
+        if path.is_file() and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_size
+    return total
+
+
 def build(notes: int) -> Path:
     store = RESULTS / "stores" / f"write-stall-{notes}"
     store = store.resolve()
@@ -101,22 +113,20 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, default=None, help="checkout of the engine to compare with")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--baseline-store", type=Path, default=None, help="the baseline's own copy of --store")
     args = ap.parse_args()
     store = args.store.resolve() if args.store else build(args.notes)
+    stores = {"this": store, "baseline": (args.baseline_store or store).resolve()}
     engines = {"this": HERE, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     rows = []
     for rnd in range(args.rounds):
         for name, root in engines.items():
             seed = 1000 + 10 * rnd + len(rows)
-            rows.append(
-                {
-                    "engine": name,
-                    "round": rnd,
-                    **_child(_TRY, root, [str(store), args.tenant, str(args.batch), str(seed)]),
-                }
-            )
+            argv = [str(stores[name]), args.tenant, str(args.batch), str(seed)]
+            rows.append({"engine": name, "round": rnd, **_child(_TRY, root, argv)})
+            rows[-1]["disk_gb"] = _bytes(stores[name] / "tenants" / args.tenant) / 1e9
             print(table(rows[-1:], list(rows[-1])), flush=True)
-    columns = ["engine", "round", "notes", "write_s", "answered", "p50_ms", "p99_ms", "longest_ms"]
+    columns = ["engine", "round", "notes", "write_s", "answered", "p50_ms", "p99_ms", "longest_ms", "disk_gb"]
     print(table(rows, columns))
     out = write_json("write_stall", {"store": str(store), "batch": args.batch, "rows": rows})
     print(f"wrote {out}")

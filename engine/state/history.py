@@ -2,13 +2,15 @@
 
 Versions outnumber notes (every evolution, supersession and merge keeps one: about three per note on
 chat) and each is a whole note plus its vector, so held in RAM they were most of a tenant's memory.
-Here they live in Arrow IPC files, memory-mapped: the snapshot's `versions.arrow` (the base) and one
+Here they live in Arrow IPC files, memory-mapped: the snapshot's versions segments (the base, `Segment`;
+a segment never changes once written, so snapshots share them: engine/storage/versions_files.py) and one
 spill file per `SEAL_EVERY` versions made since. RAM holds, per stored version, a 16-byte entry of a
 sorted key index (hash of the note id -> row); a lookup is a binary search per file, then the rows are
 read from the map. Versions made since the last seal are kept as objects until the next seal.
 
-After a snapshot is written, `rebase` maps its versions file and drops the spill files, which is also
-how a purged (deleted) note's versions leave the disk. Spill files go under `scratch` (a stored tenant's
+After a snapshot is written, `rebase` takes its segments and drops the spill files; a purge (a deleted
+note's versions) makes the snapshot write every version into one new segment, which is how they leave
+the disk. Spill files go under `scratch` (a stored tenant's
 own scratch folder, on the store's disk) or, without one, the system's temp folder.
 """
 
@@ -40,6 +42,16 @@ SCHEMA = pa.schema(
     ]
 )
 
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One versions file of a snapshot: its rows and the sha256 its snapshot recorded (None: not known)."""
+
+    path: Path
+    rows: int
+    sha256: str | None = None
+
+
 SEAL_EVERY = 4096
 """Live versions gathered before they are sealed into a spill file (one file per ~4 batches)."""
 
@@ -58,7 +70,7 @@ class _Mapped:
 
     @classmethod
     def open(cls, path: Path) -> _Mapped:
-        table = _conform(pa.ipc.open_file(pa.memory_map(str(path))).read_all())  # its buffers keep the map
+        table = read_file(path)
         keys, prefix = _keys(table.column("note_id"))
         order = np.argsort(keys, kind="stable")
         return cls(table, keys[order], order, prefix)
@@ -100,23 +112,27 @@ class History:
         self._live: defaultdict[str, list[NoteVersion]] = defaultdict(list)
         self._num_live = 0
         self._files: list[_Mapped] = []
-        self._base: Path | None = None
-        """A snapshot's versions file not mapped yet: mapped on the first read (cold, 9 s at 1M notes)."""
+        """The spill files, mapped."""
+        self.segments: list[Segment] = []
+        """The snapshot's versions files, oldest first; each is mapped on its first read (cold: 9 s at 1M)."""
+        self._by_name: dict[str, _Mapped] = {}
         self._spill: tempfile.TemporaryDirectory[str] | None = None
         self._dropped: set[str] = set()
 
-    def load(self, path: Path) -> None:
-        """Take a snapshot's versions file (before any live version exists), mapped when first read."""
-        self._files, self._base = [], path
+    def load(self, segments: list[Segment]) -> None:
+        """Take a snapshot's versions files (before any live version exists), mapped when first read."""
+        self._files, self.segments, self._by_name = [], list(segments), {}
 
     def load_table(self, table: pa.Table) -> None:
         """Take the versions of an older snapshot (Parquet, read whole): spilled to disk at once."""
         if table.num_rows:
             self._files = [self._write_spill(_conform(table))]
 
-    def rebase(self, path: Path) -> None:
-        """A snapshot holding every version so far was written to `path`: map it, drop the spill."""
-        self._files, self._base, self._dropped = [], path, set()
+    def rebase(self, segments: list[Segment]) -> None:
+        """A snapshot holding every version so far was written as `segments`: take them, drop the spill.
+        A segment it shares with the previous snapshot (same name: the same file, linked) stays mapped."""
+        kept = {s.path.name: self._by_name[s.path.name] for s in segments if s.path.name in self._by_name}
+        self._files, self.segments, self._by_name, self._dropped = [], list(segments), kept, set()
         self._live.clear()
         self._num_live = 0
         if self._spill is not None:
@@ -148,10 +164,10 @@ class History:
         return _Mapped.open(path)
 
     def _mapped(self) -> list[_Mapped]:
-        if self._base is not None:
-            self._files.insert(0, _Mapped.open(self._base))
-            self._base = None
-        return self._files
+        for segment in self.segments:
+            if segment.path.name not in self._by_name:
+                self._by_name[segment.path.name] = _Mapped.open(segment.path)
+        return [self._by_name[s.path.name] for s in self.segments] + self._files
 
     def drop(self, note_id: str) -> None:
         """Forget every version of a deleted note (gone from disk at the next snapshot's `rebase`)."""
@@ -173,19 +189,27 @@ class History:
         return bool(self.of(note_id))
 
     def __len__(self) -> int:
-        """Versions kept: row counts of the files (an unmapped base is not mapped) and the live ones."""
+        """Versions kept: row counts of the segments (not mapped for it), the spill files and the live."""
         if self._dropped:  # a purge not yet snapshotted (rare): count what a snapshot would keep
             return self.table().num_rows
-        base = 0
-        if self._base is not None:
-            with pa.memory_map(str(self._base)) as source:
-                reader = pa.ipc.open_file(source)
-                base = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        base = sum(s.rows for s in self.segments)
         return base + sum(m.table.num_rows for m in self._files) + self._num_live
+
+    @property
+    def purged(self) -> bool:
+        """A deleted note's versions are still in the segments: the next snapshot rewrites them all."""
+        return bool(self._dropped)
 
     def table(self) -> pa.Table:
         """Every version, as a snapshot stores them."""
-        stored = pa.concat_tables([SCHEMA.empty_table()] + [m.table for m in self._mapped()])
+        return self._without_dropped([m.table for m in self._mapped()])
+
+    def new_table(self) -> pa.Table:
+        """The versions made since the snapshot's segments (the spill files and the live ones)."""
+        return self._without_dropped([m.table for m in self._files])
+
+    def _without_dropped(self, tables: list[pa.Table]) -> pa.Table:
+        stored = pa.concat_tables([SCHEMA.empty_table(), *tables])
         if self._dropped:
             stored = stored.filter(
                 pc.invert(pc.is_in(stored.column("note_id"), pa.array(sorted(self._dropped))))
@@ -193,7 +217,7 @@ class History:
         return pa.concat_tables([stored, _to_table([v for vs in self._live.values() for v in vs])])
 
     def close(self) -> None:
-        self._files, self._base = [], None
+        self._files, self.segments, self._by_name = [], [], {}
         if self._spill is not None:
             self._spill.cleanup()
             self._spill = None
@@ -203,6 +227,11 @@ def write_file(table: pa.Table, path: Path) -> None:
     """A versions table as an uncompressed Arrow IPC file (memory-mappable)."""
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, SCHEMA) as writer:
         writer.write_table(table.cast(SCHEMA), max_chunksize=65536)
+
+
+def read_file(path: Path) -> pa.Table:
+    """A versions file, memory-mapped (the table's buffers keep the map)."""
+    return _conform(pa.ipc.open_file(pa.memory_map(str(path))).read_all())
 
 
 def _conform(table: pa.Table) -> pa.Table:

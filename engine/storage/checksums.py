@@ -67,12 +67,18 @@ class Pending:
         self._expected = expected
         self._digests = {path: _hash_later(path) for path in expected}
 
+    def failed(self) -> list[Path]:
+        """Waits for every digest; the files that are off."""
+        return [path for path, want in self._expected.items() if self._digests[path].result() != want]
+
     def error(self) -> str | None:
         """Waits for every digest; the first file that is off, as a message naming it (None: all whole)."""
-        for path, want in self._expected.items():
-            if self._digests[path].result() != want:
-                return f"{path}: checksum mismatch (file damaged or truncated)"
-        return None
+        failed = self.failed()
+        return damaged(failed[0]) if failed else None
+
+
+def damaged(path: Path) -> str:
+    return f"{path}: checksum mismatch (file damaged or truncated)"
 
 
 def _hash_later(path: Path) -> Future[str | None]:

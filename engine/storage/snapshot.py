@@ -2,9 +2,11 @@
 
 Layout under a tenant folder:
     snap-<seq>/notes.parquet     one row per note, typed columns, `embedding` a fixed-size float32 list
-    snap-<seq>/versions.arrow    prior versions (note as JSON, embedding, stage, cause, changed_at), an
-                                 Arrow IPC file the open tenant memory-maps (engine/state/history.py);
-                                 older snapshots have versions.parquet instead, read whole
+    snap-<seq>/versions-*.arrow  prior versions (note as JSON, embedding, stage, cause, changed_at) in
+                                 segments, Arrow IPC files the open tenant memory-maps (engine/state/
+                                 history.py) and the next snapshot links instead of rewriting (engine/
+                                 storage/versions_files.py); `meta.versions` lists them in order. Older
+                                 snapshots have one versions.arrow, or versions.parquet (read whole)
     snap-<seq>/lexical/          the tantivy index of those notes keyed by index slot, a derived index
     snap-<seq>/state.arrow       the running state by slot (records, hot columns, validity, backlinks;
                                  engine/state/packed.py) and state-sources.arrow: a derived file the
@@ -12,6 +14,7 @@ Layout under a tenant folder:
     snap-<seq>/index.faiss       the vector index at <seq> (engine/state/index_file.py: own CRC; a damaged
                                  or stale one is rebuilt from the notes' vectors with a logged message)
     snap-<seq>/meta.json         schema version, seq, row counts, sha256 of each file, encoder and dim,
+                                 the versions segments,
                                  sha256 of the derived files (`derived`), and `meta_sha256` of the rest
                                  (older snapshots lack it)
     manifest.json                names the current snapshot
@@ -29,6 +32,7 @@ import hashlib
 import json
 import logging
 import shutil
+from collections.abc import Collection
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,10 +43,9 @@ import pyarrow.parquet as pq
 
 from engine.errors import ConfigError, CorruptStore, StoreError
 from engine.state import packed
-from engine.state.history import write_file as write_versions
 from engine.state.lexical import LexicalIndex
 from engine.state.tenant_state import TenantMemory
-from engine.storage.checksums import Pending, sha256_all
+from engine.storage.checksums import Pending, damaged, sha256_all
 from engine.storage.derived import (
     BY_SLOT,
     LEXICAL,
@@ -54,13 +57,23 @@ from engine.storage.derived import (
 )
 from engine.storage.fsutil import atomic_write_bytes, fsync_dir, fsync_file
 from engine.storage.notes_file import changes_from_table, notes_table
+from engine.storage.versions_files import is_segment, segments_of, write_segments
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_READABLE = (1, 2)
+"""1: one versions file per snapshot; 2: versions segments (`meta.versions`)."""
 INDEX_FILE = "index.faiss"
 log = logging.getLogger("amem")
 
-VERSIONS = "versions.arrow"
 _OLD_VERSIONS = "versions.parquet"
+
+
+class DamagedVersions(CorruptStore):
+    """Only versions segments failed their checksums (`names`): the snapshot's notes are whole."""
+
+    def __init__(self, message: str, names: set[str]) -> None:
+        super().__init__(message)
+        self.names = names
 
 
 @dataclass(slots=True)
@@ -91,7 +104,7 @@ def write_snapshot(
         tm.lexical.flush()
         with unlocked or nullcontext():
             final, meta = _write_files(folder, tmp, tm, seq, encoder)
-        tm.history.rebase(final / VERSIONS)
+        tm.history.rebase(segments_of(final, meta))
         _rebase(final, tm)
         return SnapshotInfo(seq=seq, path=final, meta=meta)
     except OSError as exc:
@@ -109,10 +122,12 @@ def _write_files(
     nothing a concurrent search changes (no decoded-note cache)."""
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    files = {"notes.parquet": notes_table(tm), VERSIONS: tm.history.table()}
-    pq.write_table(files["notes.parquet"], tmp / "notes.parquet")
-    write_versions(files[VERSIONS], tmp / VERSIONS)
-    sums = dict(zip(files, sha256_all([tmp / name for name in files]), strict=True))
+    notes = notes_table(tm)
+    pq.write_table(notes, tmp / "notes.parquet")
+    segments = write_segments(tmp, tm.history, seq)
+    written = [tmp / "notes.parquet", *(s.path for s in segments if s.sha256 is None)]
+    sums = {s.path.name: s.sha256 for s in segments if s.sha256 is not None}
+    sums |= {p.name: d or "" for p, d in zip(written, sha256_all(written), strict=True)}  # "": gone
     derived = {LEXICAL: write_lexical(tmp / LEXICAL, tm), "lexical_keys": BY_SLOT}
     state_files = packed.write(tmp / STATE, tm.pack())
     derived[STATE] = dict(zip([p.name for p in state_files], sha256_all(state_files), strict=True))
@@ -122,15 +137,17 @@ def _write_files(
         "tenant": tm.tenant,
         "encoder": encoder,
         "dim": tm.index.dim,
-        "rows": {n: t.num_rows for n, t in files.items()},
+        "rows": {"notes.parquet": notes.num_rows} | {s.path.name: s.rows for s in segments},
         "sha256": sums,
+        "versions": [s.path.name for s in segments],
         "derived": derived,
     }
     tm.index.save(tmp / INDEX_FILE, position=seq)
     meta["meta_sha256"] = _meta_digest(meta)
     atomic_write_bytes(tmp / "meta.json", json.dumps(meta, indent=1).encode())
-    for name in [*files, *derived[STATE]]:
-        fsync_file(tmp / name)
+    for path in [*written, *(tmp / name for name in derived[STATE])]:
+        fsync_file(path)
+    fsync_dir(tmp)  # the linked segments' entries
     final = folder / f"snap-{seq:012d}"
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
@@ -164,18 +181,22 @@ def snapshots_newest_first(folder: Path) -> list[Path]:
     )
 
 
-def read_snapshot(path: Path, tm: TenantMemory, encoder: str, defer: bool = False) -> SnapshotInfo:
-    """Load one snapshot into an empty TenantMemory; CorruptStore if a checksum or row count is off.
+def read_snapshot(
+    path: Path, tm: TenantMemory, encoder: str, defer: bool = False, lost: Collection[str] = ()
+) -> SnapshotInfo:
+    """Load one snapshot into an empty TenantMemory; CorruptStore if a checksum or row count is off
+    (DamagedVersions if only versions segments are off). Segments named in `lost` are left out.
 
     With `defer`, when the state file and the vector index are adopted (so the notes are not read), the
     checksums of the notes and versions files are left running: `SnapshotInfo.pending` gives their verdict.
     """
     meta = _read_meta(path)
     _check_meta(path, meta, tm, encoder)
-    files = {path / name: digest for name, digest in meta["sha256"].items()}
+    files = {path / name: digest for name, digest in meta["sha256"].items() if name not in lost}
+    parquet_versions = _OLD_VERSIONS in meta["sha256"]
     try:
         num_notes = pq.ParquetFile(path / "notes.parquet").metadata.num_rows
-        old_versions = None if _versions_name(path) == VERSIONS else pq.read_table(path / _OLD_VERSIONS)
+        old_versions = pq.read_table(path / _OLD_VERSIONS) if parquet_versions else None
     except (OSError, pa.ArrowException) as exc:
         raise CorruptStore(
             Pending(files).error() or f"{path}: unreadable Parquet or Arrow file ({exc})"
@@ -184,10 +205,13 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str, defer: bool = Fals
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the Parquet files")
     # a loaded index keeps every note's slot; its state file then brings the notes without decoding them
     adopted = load_index(path / INDEX_FILE, tm, int(meta["seq"]), num_notes)
-    fast = adopted and adopt_state(path, meta, tm, num_notes) and _versions_name(path) == VERSIONS
+    fast = adopted and adopt_state(path, meta, tm, num_notes) and not parquet_versions
     sums = Pending(files)  # started after the index is read: on a cold disk they would share its reads
-    if not (fast and defer) and (error := sums.error()):
-        raise CorruptStore(error)
+    if not (fast and defer) and (failed := sums.failed()):
+        names = {p.name for p in failed}
+        if all(is_segment(name) for name in names):
+            raise DamagedVersions(damaged(failed[0]), names)
+        raise CorruptStore(damaged(failed[0]))
     ids = None
     if not fast:
         notes = _read_notes(path)
@@ -195,7 +219,7 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str, defer: bool = Fals
         ids = notes.column("id").to_pylist()
     tm.adopt_lexical(read_lexical(path, meta, tm, adopted, ids))
     if old_versions is None:
-        tm.history.load(path / VERSIONS)  # mapped on its first read; its checksum vouches for its rows
+        tm.history.load(segments_of(path, meta, lost))  # mapped when read; checksums vouch for rows
     elif meta["rows"].get(_OLD_VERSIONS) == old_versions.num_rows:
         tm.history.load_table(old_versions)
     else:
@@ -203,8 +227,14 @@ def read_snapshot(path: Path, tm: TenantMemory, encoder: str, defer: bool = Fals
     return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta, pending=sums if fast and defer else None)
 
 
-def _versions_name(path: Path) -> str:
-    return VERSIONS if (path / VERSIONS).exists() or not (path / _OLD_VERSIONS).exists() else _OLD_VERSIONS
+def versions_listed(path: Path) -> dict[str, int]:
+    """The versions segments a snapshot lists, with their rows ({} when its meta.json is unreadable:
+    the snapshot fails to load anyway)."""
+    try:
+        meta = _read_meta(path)
+    except CorruptStore:
+        return {}
+    return {s.path.name: s.rows for s in segments_of(path, meta)}
 
 
 def _read_notes(path: Path) -> pa.Table:
@@ -242,8 +272,8 @@ def _meta_digest(meta: dict[str, Any]) -> str:
 
 
 def _check_meta(path: Path, meta: dict[str, Any], tm: TenantMemory, encoder: str) -> None:
-    if meta.get("schema_version") != SCHEMA_VERSION:
-        raise CorruptStore(f"{path}: schema version {meta.get('schema_version')} (expected {SCHEMA_VERSION})")
+    if meta.get("schema_version") not in _READABLE:
+        raise CorruptStore(f"{path}: schema version {meta.get('schema_version')} (expected {_READABLE})")
     if meta.get("dim") != tm.index.dim or meta.get("encoder") != encoder:
         raise ConfigError(
             f"{path}: store was built with encoder {meta.get('encoder')!r} ({meta.get('dim')}-d); "

@@ -25,11 +25,19 @@ from engine.model.note import Note
 from engine.model.records import RECORD_FORMAT, changes_from_records, changes_to_records
 from engine.model.tenant_name import tenant_dir
 from engine.state.tenant_state import TenantMemory
-from engine.storage.checksums import Pending
+from engine.storage.checksums import Pending, damaged
 from engine.storage.lock import StoreLock
 from engine.storage.replay_progress import ReplayProgress
 from engine.storage.scratch import Scratch
-from engine.storage.snapshot import prune_snapshots, read_snapshot, snapshots_newest_first, write_snapshot
+from engine.storage.snapshot import (
+    DamagedVersions,
+    prune_snapshots,
+    read_snapshot,
+    snapshots_newest_first,
+    versions_listed,
+    write_snapshot,
+)
+from engine.storage.versions_files import is_segment
 from engine.storage.wal import WriteAheadLog
 
 log = logging.getLogger("amem")
@@ -56,6 +64,8 @@ class TenantStorage:
         self._pending: tuple[str, Pending, int] | None = None
         self._damaged: set[str] = set()
         """Snapshots whose background checksums failed: skipped when the tenant is loaded again."""
+        self._lost: set[str] = set()
+        """Versions segments found damaged (engine/storage/versions_files.py)."""
 
     @property
     def scratch(self) -> Path | None:
@@ -149,18 +159,37 @@ class TenantStorage:
         return tuple(out)
 
     def _load_snapshot(self, tm: TenantMemory) -> int:
+        """The newest snapshot that loads. One whose damaged versions segments an older snapshot does
+        not hold is passed over (that one and the log rebuild them); one whose damaged segments every
+        older snapshot shares (linked: one file) loads without them, and the versions lost are reported."""
         self._pending = None
-        for path in snapshots_newest_first(self.folder) if self.folder.exists() else []:
-            if path.name in self._damaged:
+        snaps = [p for p in snapshots_newest_first(self.folder) if p.name not in self._damaged]
+        at = 0
+        while at < len(snaps):
+            path, listed = snaps[at], versions_listed(snaps[at])
+            lost = self._lost & listed.keys()
+            if lost and any(not self._lost & versions_listed(o).keys() for o in snaps[at + 1 :]):
+                self._problem(f"{damaged(path / min(lost))}; falling back to an older snapshot")
+                at += 1
                 continue
             try:
-                info = read_snapshot(path, tm, self.encoder, defer=True)
-                if info.pending is not None:  # with the problems known so far (the log's come after)
-                    self._pending = (path.name, info.pending, len(self.problems))
-                return info.seq
+                info = read_snapshot(path, tm, self.encoder, defer=True, lost=lost)
             except CorruptStore as exc:
-                self._problem(f"{exc}; falling back to an older snapshot")
                 tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda, tm.index.config)  # type: ignore[misc]  # drop what was half-read
+                if isinstance(exc, DamagedVersions):
+                    self._lost |= exc.names  # the same snapshot again, now knowing them
+                else:
+                    self._problem(f"{exc}; falling back to an older snapshot")
+                    at += 1
+                continue
+            for name in sorted(lost):
+                self._problem(
+                    f"{damaged(path / name)}; the older snapshot shares the file, so its {listed[name]} "
+                    "earlier versions of notes are lost (the notes themselves are whole)"
+                )
+            if info.pending is not None:  # with the problems known so far (the log's come after)
+                self._pending = (path.name, info.pending, len(self.problems))
+            return info.seq
         return 0
 
     def verified(self, tm: TenantMemory) -> TenantMemory:
@@ -170,12 +199,15 @@ class TenantStorage:
             return tm
         name, pending, known = self._pending
         self._pending = None
-        error = pending.error()
-        if error is None:
+        failed = pending.failed()
+        if not failed:
             return tm
         del self.problems[known:]  # what replaying the log onto the damaged snapshot found is moot
-        self._problem(f"{error}; falling back to an older snapshot")
-        self._damaged.add(name)
+        if all(is_segment(p.name) for p in failed):
+            self._lost |= {p.name for p in failed}  # _load_snapshot passes them over or leaves them out
+        else:
+            self._problem(f"{damaged(failed[0])}; falling back to an older snapshot")
+            self._damaged.add(name)
         return self.load(tm.empty_copy())
 
     def _report_skipped(self, skipped: list[str]) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from engine.model.note import Link, Note, NoteVersion
 from engine.state import history as history_mod
-from engine.state.history import History
+from engine.state.history import History, Segment
 
 T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)
 
@@ -99,12 +99,12 @@ def test_rebase_maps_the_snapshot_file_and_removes_the_spill(
     ]
     h.drop("b")
     history_mod.write_file(h.table(), tmp_path / "versions.arrow")
-    h.rebase(tmp_path / "versions.arrow")
+    h.rebase([Segment(tmp_path / "versions.arrow", 3)])
     assert not spill.exists(), "spill files (with the dropped note's versions) outlive the snapshot"
     assert [v.version for v in h.of("a")] == [1, 2, 3] and h.of("b") == []
     h.append(version("a", 7, rng))
     assert len(h) == 4  # the snapshot's rows and a live one
     reopened = History()
-    reopened.load(tmp_path / "versions.arrow")
-    assert len(reopened) == 3 and reopened._files == []  # counted from the file's batches, not mapped
+    reopened.load([Segment(tmp_path / "versions.arrow", 3)])
+    assert len(reopened) == 3 and reopened._by_name == {}  # counted from the snapshot's rows, not mapped
     assert all(same(x, y) for x, y in zip(reopened.of("a"), h.of("a")[:3], strict=True))

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,5 +47,21 @@ def victim_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def victim(victim_template: Path, tmp_path: Path) -> Path:
     """A copy of the template to harm."""
     copy = tmp_path / "store"
-    shutil.copytree(victim_template, copy)
+    shutil.copytree(victim_template, copy, copy_function=_linked_stay_linked())
+    return copy
+
+
+def _linked_stay_linked() -> Callable[[str, str], object]:
+    """A copy function that keeps hard links (snapshots share versions segments) as links in the copy."""
+    first: dict[tuple[int, int], str] = {}
+
+    def copy(src: str, dst: str) -> object:
+        st = os.stat(src)
+        key = (st.st_dev, st.st_ino)
+        if key in first:
+            os.link(first[key], dst)
+            return dst
+        first[key] = dst
+        return shutil.copy2(src, dst)
+
     return copy

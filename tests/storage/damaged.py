@@ -7,6 +7,7 @@ and 2): the newest state is only in the log, and the previous snapshot is the fa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bench.synthetic import chat
@@ -57,3 +58,15 @@ def flip(path: Path, at: float = 0.5, count: int = 8) -> None:
 
 def truncate(path: Path, keep: float = 0.5) -> None:
     path.write_bytes(path.read_bytes()[: int(path.stat().st_size * keep)])
+
+
+def segments(snapshot: Path) -> list[str]:
+    """The versions segments a snapshot lists, oldest first."""
+    return list(json.loads((snapshot / "meta.json").read_text())["versions"])
+
+
+def own_segment(snapshot: Path) -> Path:
+    """The newest snapshot's one segment that the snapshot before it does not hold (linked)."""
+    older = {n for s in snapshot.parent.glob("snap-*") if s.name < snapshot.name for n in segments(s)}
+    [own] = [n for n in segments(snapshot) if n not in older]
+    return snapshot / own

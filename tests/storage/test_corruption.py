@@ -30,6 +30,7 @@ from tests.storage.damaged import (
     flip,
     folder,
     open_store,
+    own_segment,
     problems,
     sources,
     truncate,
@@ -50,9 +51,9 @@ SNAPSHOT_DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
         lambda s: truncate(s / "notes.parquet", 0.0),
         "notes.parquet: checksum mismatch",
     ),
-    "flipped versions.arrow": (
-        lambda s: flip(s / "versions.arrow", 0.9, 2),
-        "versions.arrow: checksum",
+    "flipped versions segment": (
+        lambda s: flip(own_segment(s), 0.9, 2),
+        ".arrow: checksum mismatch",
     ),
     "deleted notes.parquet": (lambda s: (s / "notes.parquet").unlink(), "notes.parquet: checksum mismatch"),
     "deleted meta.json": (lambda s: (s / "meta.json").unlink(), "meta.json: unreadable snapshot metadata"),

@@ -27,17 +27,18 @@ from tests.storage.damaged import (
     flip,
     folder,
     open_store,
+    own_segment,
     problems,
 )
 
 
 @pytest.fixture
 def held_versions_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """The background hash of versions.arrow waits until the returned event is set."""
+    """The background hash of the versions segments waits until the returned event is set."""
     release, real = threading.Event(), checksums.sha256_or_none
 
     def slow(path: Path) -> str | None:
-        if path.name == "versions.arrow":
+        if path.name.startswith("versions-"):
             release.wait(60)
         return real(path)
 
@@ -87,7 +88,8 @@ def test_a_reader_catches_up_with_the_writer_without_waiting_for_the_checks(
 def test_the_first_call_that_is_not_a_search_finds_the_damage_and_falls_back(
     victim: Path, encoder: Encoder, held_versions_check: threading.Event
 ) -> None:
-    flip(folder(victim) / NEWEST / "versions.arrow", 0.9, 2)
+    segment = own_segment(folder(victim) / NEWEST)
+    flip(segment, 0.9, 2)
     line = BATCHES[2][0]["content"]  # batch 2 is only in the log
     with open_store(victim, encoder, read_only=True) as mem:
         hits = _search_in_thread(mem, line)  # the newest snapshot and the log, which are whole
@@ -95,7 +97,7 @@ def test_the_first_call_that_is_not_a_search_finds_the_damage_and_falls_back(
         held_versions_check.set()
         assert batches_present(mem) == ALL  # snap-1 and the log now
         [problem] = problems(mem)
-    assert NEWEST in problem and "versions.arrow: checksum mismatch" in problem and "falling back" in problem
+    assert f"{NEWEST}/{segment.name}: checksum mismatch" in problem and "falling back" in problem
 
 
 def test_a_writer_that_only_searched_heals_the_damage_when_it_closes(victim: Path, encoder: Encoder) -> None:

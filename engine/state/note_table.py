@@ -159,6 +159,15 @@ class NoteTable(Mapping[str, Note]):
         """Records held in RAM (written since the base): what a snapshot would move to disk."""
         return self._held
 
+    def written(self, num_slots: int) -> np.ndarray:
+        """Slot -> written or cleared since the base (every slot when there is no base): what a snapshot's
+        notes file must write anew; the rest it may take from the base's snapshot."""
+        out = np.ones(num_slots, dtype=bool)
+        if self._base is not None:
+            known = min(num_slots, len(self._records))
+            out[:known] = np.fromiter((r is not None for r in self._records[:known]), bool, known)
+        return out
+
     def fill_unknown(self, num_slots: int) -> None:
         """Read the columns a state file written before them lacks (-1) from the records: once, at the
         first snapshot after (or the first `totals`), so they are then in the file."""

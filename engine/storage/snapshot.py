@@ -56,7 +56,7 @@ from engine.storage.derived import (
     write_lexical,
 )
 from engine.storage.fsutil import atomic_write_bytes, fsync_dir, fsync_file
-from engine.storage.notes_file import changes_from_table, notes_table
+from engine.storage.notes_file import NotesBase, changes_from_table, write_notes
 from engine.storage.versions_files import is_segment, segments_of, write_segments
 
 SCHEMA_VERSION = 2
@@ -82,7 +82,9 @@ class SnapshotInfo:
     path: Path
     meta: dict[str, Any]
     pending: Pending | None = None
-    """With `defer`: the checksums of notes.parquet and versions.arrow, still being computed."""
+    """With `defer`: the checksums of notes.parquet and the versions segments, still being computed."""
+    notes_base: NotesBase | None = None
+    """Its notes file, when the tenant's records were adopted from its state file (see NotesBase)."""
 
 
 def write_snapshot(
@@ -91,6 +93,7 @@ def write_snapshot(
     seq: int,
     encoder: str,
     unlocked: AbstractContextManager[Any] | None = None,
+    notes_base: NotesBase | None = None,
 ) -> SnapshotInfo:
     """Write, fsync and swap in a snapshot; on failure (a full disk) nothing of it is left behind and the
     error is a StoreError naming the folder, so the log (still whole) remains the tenant's record.
@@ -98,15 +101,16 @@ def write_snapshot(
     `unlocked` is entered while the files are written: the caller's tenant lock is released there, so
     searches go on (most of a snapshot's time: 21 s at 200k notes), while the caller keeps writers out.
     What a search would otherwise change lazily is settled first (the lexical index's buffered writes),
-    and the state adopts the new files only once the lock is held again."""
+    and the state adopts the new files only once the lock is held again. `notes_base`: the notes file the
+    tenant's records were adopted from, whose rows of unwritten notes are taken over."""
     tmp = folder / f"snap-{seq:012d}.tmp"
     try:
         tm.lexical.flush()
         with unlocked or nullcontext():
-            final, meta = _write_files(folder, tmp, tm, seq, encoder)
+            final, meta = _write_files(folder, tmp, tm, seq, encoder, notes_base)
         tm.history.rebase(segments_of(final, meta))
         _rebase(final, tm)
-        return SnapshotInfo(seq=seq, path=final, meta=meta)
+        return SnapshotInfo(seq, final, meta, notes_base=_notes_base(final, meta))
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise StoreError(f"{folder}: cannot write a snapshot: {exc.strerror or exc}") from exc
@@ -116,14 +120,13 @@ def write_snapshot(
 
 
 def _write_files(
-    folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder: str
+    folder: Path, tmp: Path, tm: TenantMemory, seq: int, encoder: str, notes_base: NotesBase | None
 ) -> tuple[Path, dict[str, Any]]:
     """The snapshot's files, fsynced, swapped in and named by the manifest. Reads the state only, and
     nothing a concurrent search changes (no decoded-note cache)."""
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    notes = notes_table(tm)
-    pq.write_table(notes, tmp / "notes.parquet")
+    num_notes, chunks = write_notes(tm, tmp / "notes.parquet", notes_base)
     segments = write_segments(tmp, tm.history, seq)
     written = [tmp / "notes.parquet", *(s.path for s in segments if s.sha256 is None)]
     sums = {s.path.name: s.sha256 for s in segments if s.sha256 is not None}
@@ -137,9 +140,10 @@ def _write_files(
         "tenant": tm.tenant,
         "encoder": encoder,
         "dim": tm.index.dim,
-        "rows": {"notes.parquet": notes.num_rows} | {s.path.name: s.rows for s in segments},
+        "rows": {"notes.parquet": num_notes} | {s.path.name: s.rows for s in segments},
         "sha256": sums,
         "versions": [s.path.name for s in segments],
+        "notes_chunks": chunks,
         "derived": derived,
     }
     tm.index.save(tmp / INDEX_FILE, position=seq)
@@ -157,6 +161,11 @@ def _write_files(
         json.dumps({"schema_version": SCHEMA_VERSION, "current": final.name, "seq": seq}).encode(),
     )
     return final, meta
+
+
+def _notes_base(path: Path, meta: dict[str, Any]) -> NotesBase | None:
+    chunks = meta.get("notes_chunks")
+    return NotesBase(path / "notes.parquet", list(chunks)) if isinstance(chunks, list) else None
 
 
 def _rebase(final: Path, tm: TenantMemory) -> None:
@@ -224,7 +233,8 @@ def read_snapshot(
         tm.history.load_table(old_versions)
     else:
         raise CorruptStore(f"{path / 'meta.json'}: row counts {meta['rows']} do not match the versions file")
-    return SnapshotInfo(seq=int(meta["seq"]), path=path, meta=meta, pending=sums if fast and defer else None)
+    pending, notes_base = (sums if defer else None, _notes_base(path, meta)) if fast else (None, None)
+    return SnapshotInfo(int(meta["seq"]), path, meta, pending, notes_base)
 
 
 def versions_listed(path: Path) -> dict[str, int]:

@@ -27,6 +27,7 @@ from engine.model.tenant_name import tenant_dir
 from engine.state.tenant_state import TenantMemory
 from engine.storage.checksums import Pending, damaged
 from engine.storage.lock import StoreLock
+from engine.storage.notes_file import NotesBase
 from engine.storage.replay_progress import ReplayProgress
 from engine.storage.scratch import Scratch
 from engine.storage.snapshot import (
@@ -66,6 +67,7 @@ class TenantStorage:
         """Snapshots whose background checksums failed: skipped when the tenant is loaded again."""
         self._lost: set[str] = set()
         """Versions segments found damaged (engine/storage/versions_files.py)."""
+        self._notes_base: NotesBase | None = None
 
     @property
     def scratch(self) -> Path | None:
@@ -162,7 +164,7 @@ class TenantStorage:
         """The newest snapshot that loads. One whose damaged versions segments an older snapshot does
         not hold is passed over (that one and the log rebuild them); one whose damaged segments every
         older snapshot shares (linked: one file) loads without them, and the versions lost are reported."""
-        self._pending = None
+        self._pending, self._notes_base = None, None
         snaps = [p for p in snapshots_newest_first(self.folder) if p.name not in self._damaged]
         at = 0
         while at < len(snaps):
@@ -189,6 +191,7 @@ class TenantStorage:
                 )
             if info.pending is not None:  # with the problems known so far (the log's come after)
                 self._pending = (path.name, info.pending, len(self.problems))
+            self._notes_base = info.notes_base
             return info.seq
         return 0
 
@@ -250,7 +253,10 @@ class TenantStorage:
         if self.read_only or (self._since_snapshot == 0 and not purge):
             return
         previous = [int(p.name.split("-")[1]) for p in snapshots_newest_first(self.folder)]
-        write_snapshot(self.folder, tm, self.seq, self.encoder, unlocked and unlocked())
+        info = write_snapshot(
+            self.folder, tm, self.seq, self.encoder, unlocked and unlocked(), self._notes_base
+        )
+        self._notes_base = info.notes_base
         with unlocked() if unlocked else nullcontext():
             prune_snapshots(self.folder, keep=1 if purge else 2)
             if self._wal is not None:

@@ -39,9 +39,9 @@ def emit(event: dict[str, Any]) -> None:
 def announce_snapshots() -> None:
     real = engine.storage.tenant_store.write_snapshot
 
-    def announced(folder: Path, tm: Any, seq: int, encoder: str, unlocked: Any = None) -> Any:
+    def announced(folder: Path, tm: Any, seq: int, *args: Any) -> Any:
         emit({"snapshot": seq})
-        return real(folder, tm, seq, encoder, unlocked)
+        return real(folder, tm, seq, *args)
 
     engine.storage.tenant_store.write_snapshot = announced  # type: ignore[assignment]
 

@@ -117,7 +117,7 @@ def test_injected_enospc_in_a_snapshot_leaves_no_tmp(tmp_path: Path, monkeypatch
         def full(*args: object, **kwargs: object) -> None:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-        monkeypatch.setattr(pq, "write_table", full)
+        monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
         with pytest.raises(StoreError, match="cannot write a snapshot: No space left on device"):
             mem.checkpoint()
         assert _leftovers(store) == []

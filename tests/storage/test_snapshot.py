@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
+from bench.synthetic import chat
 from engine import Config, Memory
 from engine.storage import notes_file
 
@@ -89,13 +90,41 @@ def test_tenants_are_isolated(store, encoder) -> None:
     assert sorted(p.name for p in (store / "tenants").iterdir()) == ["alpha", "beta"]
 
 
-def test_notes_file_built_in_chunks_equals_one_built_whole(store, encoder, monkeypatch) -> None:
+def test_notes_file_taken_over_from_the_last_snapshot_equals_one_written_whole(
+    store, encoder, monkeypatch, tmp_path
+) -> None:
+    """Rows of notes not written since the last snapshot come from its file; only the rest are decoded."""
+    monkeypatch.setattr(notes_file, "CHUNK", 4)
+    decoded, real = [], notes_file._chunk
+
+    def counted(tm, slots):  # type: ignore[no-untyped-def]
+        decoded.append(len(slots))
+        return real(tm, slots)
+
+    monkeypatch.setattr(notes_file, "_chunk", counted)
+    lines = chat(40, seed=3)
     with Memory(store, Config(), encoder=encoder) as mem:
-        _fill(mem)
-        with mem._pool.use("t") as t:
-            whole = notes_file.notes_table(t.state)
-            monkeypatch.setattr(notes_file, "CHUNK", 2)
-            chunked = notes_file.notes_table(t.state)
-    assert chunked.column("id").num_chunks == 3 and whole.column("id").num_chunks == 1
-    assert chunked.combine_chunks().equals(whole.combine_chunks())
-    assert chunked.num_rows == len(LINES)
+        mem.add_many(lines[:30], tenant="t")
+        mem.checkpoint()
+        decoded.clear()
+        mem.add_many(lines[30:34], tenant="t")
+        mem.update(mem.notes("t")[0].id, tenant="t", context="changed by hand")
+        mem.checkpoint()
+        assert 0 < sum(decoded) < len(mem.notes("t")) / 2
+        _same_as_whole(mem, store, tmp_path / "whole.parquet")
+    with Memory(store, Config(), encoder=encoder) as mem:  # the base again after a reopen
+        decoded.clear()
+        mem.add_many(lines[34:], tenant="t")
+        mem.checkpoint()
+        assert 0 < sum(decoded) < len(mem.notes("t")) / 2
+        _same_as_whole(mem, store, tmp_path / "whole.parquet")
+
+
+def _same_as_whole(mem: Memory, store, whole) -> None:  # type: ignore[no-untyped-def]
+    newest = sorted((store / "tenants" / "t").glob("snap-*"))[-1] / "notes.parquet"
+    with mem._pool.use("t") as t:
+        rows, _ = notes_file.write_notes(t.state, whole)
+    written = pq.ParquetFile(newest)
+    assert written.read().sort_by("slot").equals(pq.read_table(whole)) and rows == written.metadata.num_rows
+    for group in range(written.num_row_groups):  # one chunk of slots a group
+        assert len(set(written.read_row_group(group).column("slot").to_numpy() // 4)) == 1

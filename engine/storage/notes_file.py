@@ -51,7 +51,7 @@ def write_notes(tm: TenantMemory, path: Path, base: NotesBase | None = None) -> 
     with pq.ParquetWriter(path, _notes_schema(tm.index.dim), **_VECTORS_PLAIN) as writer:
         if not len(slots):
             writer.write_table(_notes_schema(tm.index.dim).empty_table())
-        for lo, hi in zip(starts, [*starts[1:], len(slots)], strict=True):
+        for lo, hi in zip(starts, [*starts[1:], len(slots)][: len(starts)], strict=True):
             chunks.append(int(slots[lo] // CHUNK))
             table = _group(tm, slots[lo:hi], written, old.group(chunks[-1]))
             writer.write_table(table, row_group_size=max(1, table.num_rows))

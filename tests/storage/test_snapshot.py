@@ -128,3 +128,12 @@ def _same_as_whole(mem: Memory, store, whole) -> None:  # type: ignore[no-untype
     assert written.read().sort_by("slot").equals(pq.read_table(whole)) and rows == written.metadata.num_rows
     for group in range(written.num_row_groups):  # one chunk of slots a group
         assert len(set(written.read_row_group(group).column("slot").to_numpy() // 4)) == 1
+
+
+def test_a_tenant_whose_last_note_is_deleted_snapshots_empty(store, encoder) -> None:
+    with Memory(store, Config(), encoder=encoder) as mem:
+        [only] = mem.add_many([{"content": "The one note this tenant holds."}], tenant="t")
+        mem.checkpoint()
+        mem.delete(only, tenant="t")
+    with Memory(store, Config(), encoder=encoder) as mem:
+        assert mem.notes("t") == [] and mem.stats()["tenants"]["t"]["problems"] == []

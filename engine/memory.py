@@ -362,15 +362,16 @@ def _commit(t: Tenant, changes: ChangeSet) -> None:
         if t.storage is not None:
             t.storage.log(changes, t.state)
         prepared = prepare(changes)  # what the notes alone give, also before the lock (engine.state.prepared)
+        t.state.index.make_room(len(changes.upserts))  # so that the insert does not move the graph
     t.state.apply(changes, prepared=prepared)
     with t.unlocked():  # a seal writes a spill file; searches never read versions: `writing` guards them
         t.state.history.seal()
+        try:  # a search meanwhile reads the lexical index as it was (engine/state/lexical.py)
+            t.state.settle()
+        except OSError as exc:  # logged and applied: the write stands, the next search commits again
+            log.warning("tenant %s: lexical commit deferred to the next search (%s)", t.state.tenant, exc)
     if t.storage is not None and t.storage.should_checkpoint(t.state):
         t.storage.checkpoint(t.state, unlocked=t.unlocked)  # searches go on while it writes
-    try:
-        t.state.settle()
-    except OSError as exc:  # logged and applied: the write stands, the next search commits again
-        log.warning("tenant %s: lexical commit deferred to the next search (%s)", t.state.tenant, exc)
 
 
 def _tenant_stats(t: Tenant) -> dict[str, Any]:

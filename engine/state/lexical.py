@@ -8,7 +8,9 @@ and `as_of` cut the candidate set before BM25 ranks it.
 
 Writes are buffered and applied in one commit before the next read (or once 16,384 documents wait: a
 write-only bulk ingest would otherwise hold every document in RAM), so a batch of notes costs at most one
-tantivy commit. The writer exists only during that commit: a tenant at rest holds no writer threads.
+tantivy commit. The writer exists only during that commit: a tenant at rest holds no writer threads. A
+write batch may commit its own writes with the tenant's lock released (`TenantMemory.settle`); a read
+that finds that commit running does not wait for it and reads the index as it was before the batch.
 With a `path` the index lives on disk (a derived index saved beside a snapshot); else in RAM.
 
 Common terms (Lucene's CommonTermsQuery, Elasticsearch's `cutoff_frequency`): in a big index a term held
@@ -28,6 +30,8 @@ import math
 import os
 import shutil
 import tempfile
+import threading
+import time
 from operator import itemgetter
 from pathlib import Path
 
@@ -74,6 +78,9 @@ class LexicalIndex:
         self._count = self._index.searcher().num_docs
         self._workdir: tempfile.TemporaryDirectory[str] | None = None
         self._last: tuple[str, tantivy.Query | None] | None = None
+        self._flushing = threading.Lock()
+        self.read_at = -math.inf
+        """`time.monotonic()` of the last search read."""
 
     @classmethod
     def working_copy(cls, source: Path, scratch: Path | None = None) -> LexicalIndex:
@@ -114,15 +121,31 @@ class LexicalIndex:
         self._adds.pop(slot, None)
         self._deletes.add(slot)
 
-    def flush(self) -> None:
-        """Apply buffered writes in one commit (deletes first: an upsert replaces its slot's document)."""
-        if not self._deletes and not self._adds:
+    def flush(self, wait: bool = True) -> None:
+        """Apply buffered writes in one commit. Without `wait` (a search), a commit already running on
+        another thread is not waited for: the index reads as it was. Only the tenant's writer buffers
+        writes, and never while a commit of its own runs, so the buffers are taken whole."""
+        if not (self._deletes or self._adds) or not self._flushing.acquire(blocking=wait):
             return
         try:
+            adds, deletes, self._adds, self._deletes = self._adds, self._deletes, {}, set()
+            try:
+                self._commit(adds, deletes)
+            except BaseException:
+                self._adds, self._deletes = adds | self._adds, deletes | self._deletes  # kept for a retry
+                raise
+            self._index.reload()
+            self._count = self._index.searcher().num_docs
+        finally:
+            self._flushing.release()
+
+    def _commit(self, adds: dict[int, tantivy.Document], deletes: set[int]) -> None:
+        """Deletes first: an upsert replaces its slot's document."""
+        try:
             writer = self._index.writer(_HEAP, 1)
-            for slot in self._deletes:
+            for slot in deletes:
                 writer.delete_documents_by_term("slot", slot)
-            for doc in self._adds.values():
+            for doc in adds.values():
                 writer.add_document(doc)
             writer.commit()
             writer.wait_merging_threads()
@@ -130,10 +153,9 @@ class LexicalIndex:
             if "IO error" not in str(exc):
                 raise
             raise OSError(errno.ENOSPC if "No space" in str(exc) else errno.EIO, str(exc)) from exc
-        self._adds.clear()
-        self._deletes.clear()
-        self._index.reload()
-        self._count = self._index.searcher().num_docs
+
+    def read_recently(self, within_s: float) -> bool:
+        return time.monotonic() - self.read_at < within_s
 
     # --- reads --------------------------------------------------------------------
     def top(
@@ -194,7 +216,7 @@ class LexicalIndex:
 
     def doc_freq(self, term: str) -> int:
         """Documents holding `term` (an analysed term, as `engine.text.terms` gives it)."""
-        self.flush()
+        self.flush(wait=False)
         return self._index.searcher().doc_freq(FIELD, term) if self._count else 0
 
     def scores_of(self, query: str, slots: np.ndarray) -> np.ndarray:
@@ -215,7 +237,8 @@ class LexicalIndex:
         return out
 
     def _text_query(self, query: str) -> tantivy.Query | None:
-        self.flush()
+        self.flush(wait=False)
+        self.read_at = time.monotonic()
         if not self._count:
             return None
         if self._last is None or self._last[0] != query:  # a search asks twice: top, then scores_of

@@ -53,6 +53,10 @@ class VectorIndex:
         self._adds = GraphAdd(dim)
         """New rows joining the HNSW graph on a worker thread (_grow; engine/state/graph_add.py)."""
         self._settling = threading.Lock()
+        self._room = 0
+        """Rows the HNSW store takes without moving (`make_room`)."""
+        self._roomy: faiss.Index | None = None
+        """A copy of the store with more room, taken by the next write (`_take_room`)."""
         device = torch_device or ("cuda" if use_cuda else None)
         self._gpu = TorchMirror(dim, device) if device else None
 
@@ -69,9 +73,25 @@ class VectorIndex:
         return ann.kind_of(self._store)
 
     # --- writes ---------------------------------------------------------------
+    def make_room(self, rows: int) -> None:
+        """Before a write that may add `rows` slots, with the tenant's lock released: give the graph room
+        for them (and more, see ann.ROOM) in a copy, which the write takes, so that their insert does not
+        move the graph while searches wait for it. Nothing but this index's writes changes the store."""
+        if self.tier != ann.ANN or self._gpu or self.num_slots + rows <= self._room:
+            return
+        self._settle()  # a running insert writes the store being copied
+        need = max(rows, int(self.num_slots * (ann.ROOM - 1)))
+        self._roomy, self._room = ann.with_room(self._store, need), self.num_slots + need
+
+    def _take_room(self) -> None:
+        if self._roomy is not None:
+            self._store, self._roomy = self._roomy, None
+            self._view = ann.rows_view(self._store, self.dim)
+
     def upsert(self, ids: list[str], vectors: np.ndarray) -> list[int]:
         """Insert new ids, overwrite the rows of known ids in place. Returns the slot of each id."""
         self._settle()
+        self._take_room()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(ids), self.dim)
         latest = dict(zip(ids, range(len(ids)), strict=True))  # a repeated id: its last vector wins
         slots: dict[str, int | None] = {i: self.slot_of.get(i) for i in latest}
@@ -134,6 +154,7 @@ class VectorIndex:
 
     def remove(self, ids: list[str]) -> None:
         self._settle()
+        self._take_room()
         for note_id in ids:
             slot = self.slot_of.pop(note_id, None)
             if slot is None:
@@ -165,7 +186,8 @@ class VectorIndex:
 
     def _rebuild(self, kind: str) -> None:
         self._settle()
-        self._store = ann.rebuild(kind, self._view, self.config)
+        self._take_room()
+        self._store, self._room = ann.rebuild(kind, self._view, self.config), 0
         self._view = ann.rows_view(self._store, self.dim)
         self._stale = set()
 

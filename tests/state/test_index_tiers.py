@@ -260,3 +260,33 @@ def test_a_background_add_goes_whole_unless_queries_come(monkeypatch: pytest.Mon
     ix.upsert([f"n{i}" for i in range(250, 300)], db[250:300])
     ix._settle()
     assert sizes == [50, 8, 8, 8, 8, 8, 8, 2]
+
+
+def _rows_at(store: object) -> int:
+    """Address of an HNSW store's vector rows (FAISS moves them when its arrays grow)."""
+    import faiss
+
+    return int(faiss.downcast_index(store.storage).get_xb())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("room", [True, False], ids=["room made first", "no room made"])
+def test_room_made_before_a_write_keeps_the_graph_in_place_while_rows_join(
+    tmp_path: Path, room: bool
+) -> None:
+    """After a reopen the graph's arrays are exactly full, and the first insert moved them all under
+    the insert's lock; `make_room` copies them with room to spare before the write takes the lock."""
+    db = _clustered(12, 700, 6)
+    _filled(db[:600]).save(tmp_path / "index.faiss", position=1)
+    ix = VectorIndex.load(tmp_path / "index.faiss", 1, config=SMALL)
+    if room:
+        ix.make_room(100)
+    start_at = _rows_at(ix._roomy if room else ix._store)
+    for start in (600, 650):
+        slots = ix.upsert([f"n{i}" for i in range(start, start + 50)], db[start : start + 50])
+        ix.vector("n0")  # waits for the background insert
+        assert slots == list(range(start, start + 50))
+    assert (_rows_at(ix._store) == start_at) is room
+    whole = _filled(db)
+    assert ix.ids == whole.ids
+    for a, b in zip(ix.search(db[::50], 3, ef=128), whole.search(db[::50], 3, ef=128), strict=True):
+        assert [s for s, _ in a][:1] == [s for s, _ in b][:1]

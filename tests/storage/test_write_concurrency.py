@@ -17,6 +17,7 @@ from engine import memory as memory_module
 from engine.encode import Encoder
 from engine.state import note_table, packed
 from engine.state.history import History
+from engine.state.lexical import LexicalIndex
 from engine.storage import tenant_store
 from engine.storage.tenant_store import TenantStorage
 from engine.write.pipeline import WritePipeline
@@ -86,8 +87,9 @@ def test_searches_answer_while_a_write_snapshots_and_other_calls_wait(
         (memory_module, "prepare"),
         (History, "seal"),
         (tenant_store, "prune_snapshots"),
+        (LexicalIndex, "_commit"),
     ],
-    ids=["pipeline", "log", "prepare", "seal versions", "remove the old snapshot"],
+    ids=["pipeline", "log", "prepare", "seal versions", "remove the old snapshot", "commit lexical writes"],
 )
 def test_a_search_answers_while_a_write_batch_reads_its_neighbours_and_logs(
     tmp_path: Path, encoder: Encoder, monkeypatch: pytest.MonkeyPatch, step: tuple[type, str]

@@ -9,6 +9,7 @@ CorruptIndex naming it (the caller then rebuilds the index from the vectors).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import struct
@@ -25,23 +26,29 @@ _BLOCK = 16 << 20
 
 
 def write_index(path: Path, store: faiss.Index, ids: list[str | None], position: int) -> None:
-    """Atomically (temp file, fsync, rename) write `store` and its slot ids, tagged with `position`."""
-    body = faiss.serialize_index(store)
+    """Atomically (temp file, fsync, rename) write `store` and its slot ids, tagged with `position`.
+    FAISS writes its part of the file itself, then the CRC is read back from it: serialising to memory
+    first took 2 s and a 570 MB buffer at 428k notes, of a 4.3 s save."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        faiss.write_index(store, str(tmp))
+    except RuntimeError as exc:  # FAISS reports a failed write (a full disk) so
+        raise OSError(errno.EIO, f"cannot write {tmp}: {exc}") from exc
+    n_index = tmp.stat().st_size
     id_bytes = json.dumps(ids).encode()
-    crc = zlib.crc32(id_bytes, zlib.crc32(body.data))
+    crc, _ = _crc_and_ids(tmp, n_index, 0)
     manifest = {
         "format": 1,
         "position": position,
         "dim": store.d,
         "count": sum(i is not None for i in ids),
-        "index_bytes": len(body),
+        "index_bytes": n_index,
         "ids_bytes": len(id_bytes),
-        "crc32": crc,
+        "crc32": zlib.crc32(id_bytes, crc),
     }
     meta = json.dumps(manifest).encode()
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        for part in (body.data, id_bytes, meta, _TAIL.pack(len(meta), MAGIC)):
+    with open(tmp, "ab") as f:
+        for part in (id_bytes, meta, _TAIL.pack(len(meta), MAGIC)):
             f.write(part)
         f.flush()
         os.fsync(f.fileno())

@@ -108,6 +108,27 @@ def test_amem_ingest_on_a_full_disk_says_amem_error_with_the_logs_message(
         assert len(mem.notes()) > 0  # what the log acknowledged before the disk filled
 
 
+def test_a_vector_index_file_that_cannot_be_written_fails_the_snapshot_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import faiss
+
+    store = tmp_path / "store"
+    items = chat(30, seed=6)
+    with Memory(store) as mem:
+        ids = mem.add_many(items)
+
+        def full(*args: object) -> None:  # how FAISS reports a failed fwrite
+            raise RuntimeError("Error in faiss::FileIOWriter: write failed (No space left on device)")
+
+        monkeypatch.setattr(faiss, "write_index", full)
+        with pytest.raises(StoreError, match="cannot write a snapshot"):
+            mem.checkpoint()
+        assert _leftovers(store) == []
+        monkeypatch.undo()
+    _check_reopens(store, {x["source_id"]: i for x, i in zip(items, ids, strict=True)})
+
+
 def test_injected_enospc_in_a_snapshot_leaves_no_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = tmp_path / "store"
     items = chat(30, seed=5)

@@ -23,6 +23,7 @@ from itertools import islice
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.annotate.facts.decision import is_fixed
 from engine.model.note import AnnotatedBy, Note
@@ -216,10 +217,26 @@ class NoteTable(Mapping[str, Note]):
         GIL for 0.8 s at 270k notes, stalling every search beside it (converting in chunks: 0.1 s)."""
         chunks = [pa.array([], pa.large_binary())]
         for start in range(0, num_slots, _CHUNK):
-            records = (self.record(s) for s in range(start, min(start + _CHUNK, num_slots)))
-            chunk = [bytes(r) if isinstance(r, memoryview) else r for r in records]
-            chunks.append(pa.array(chunk, type=pa.large_binary()))
+            chunks.append(self._record_chunk(start, min(start + _CHUNK, num_slots)))
         return pa.concat_arrays(chunks)
+
+    def _record_chunk(self, start: int, end: int) -> pa.Array:
+        """Slots start..end: the base's column where the overlay holds nothing (a slice of the map, not a
+        copy per record: 1.4 s of a 414k-note snapshot went to those), the overlay's records elsewhere."""
+        if self._base is None or end > len(self._base):
+            records = (self.record(s) for s in range(start, end))
+            return pa.array(
+                [bytes(r) if isinstance(r, memoryview) else r for r in records], pa.large_binary()
+            )
+        overlay = self._records[start:end]
+        written = [i for i, r in enumerate(overlay) if r is not None]
+        column = self._base.column.slice(start, end - start)
+        if not written:
+            return column
+        mask = np.zeros(end - start, dtype=bool)
+        mask[written] = True
+        values = pa.array([overlay[i] or None for i in written], pa.large_binary())  # _GONE: null
+        return pc.replace_with_mask(column, pa.array(mask), values)
 
     def adopt(self, base: Records, columns: dict[str, np.ndarray], speakers: list[str]) -> None:
         """Read records from `base` (a state file's), with its columns; the overlay starts empty."""

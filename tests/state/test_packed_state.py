@@ -229,3 +229,23 @@ def test_records_packed_in_chunks_equal_the_table_slot_by_slot(monkeypatch) -> N
         assert (None if got is None else bytes(got)) == (None if expected is None else bytes(expected)), slot
         assert (chunked.get(slot) is None) == (whole.get(slot) is None)
     assert chunked.get(3) is None  # the deleted note's slot
+
+
+def test_records_packed_from_the_state_file_and_the_overlay_equal_them_slot_by_slot(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """After a snapshot the base's records are taken as slices of its column, the overlay's in their place."""
+    monkeypatch.setattr(note_table, "_CHUNK", 4)  # a clean chunk, mixed ones, and one past the base
+    tm = TenantMemory("t", DIM)
+    tm.apply(ChangeSet(upserts=[(_note(i), _vec(i)) for i in range(10)]))
+    write_snapshot(tmp_path, tm, 1, "enc")
+    assert tm.notes.held == 0
+    tm.apply(ChangeSet(deletes=["n5"]))
+    tm.apply(ChangeSet(upserts=[(_note(6, content="note 6 rewritten"), _vec(6))]))
+    tm.apply(ChangeSet(upserts=[(_note(i), _vec(i)) for i in (10, 11, 12)]))  # n10 takes n5's freed slot
+    records = tm.pack().records
+    assert len(records) == tm.index.num_slots == 12
+    for slot in range(12):
+        expected, got = tm.notes.record(slot), records.get(slot)
+        assert (None if got is None else bytes(got)) == (None if expected is None else bytes(expected)), slot
+    assert decode(records.get(tm.index.slot_of["n6"])).content == "note 6 rewritten"  # type: ignore[arg-type]

@@ -43,10 +43,11 @@ def _app(tmp: Any, **service: Any) -> Iterator[tuple[str, Gated]]:
 
 
 def _occupy(url: str, mem: Gated, pool: ThreadPoolExecutor) -> list[Any]:
-    """Hold every worker with a slow search."""
+    """Hold every worker with a slow search. Each asks for another `k`: searches queued together with the
+    same options would run as one batch on one worker (engine/service/batcher.py)."""
     slow = [
-        pool.submit(httpx.post, f"{url}/v1/search", json={"query": "slow"}, timeout=60)
-        for _ in range(WORKERS)
+        pool.submit(httpx.post, f"{url}/v1/search", json={"query": "slow", "k": 1 + i}, timeout=60)
+        for i in range(WORKERS)
     ]
     for _ in range(WORKERS):
         assert mem.started.acquire(timeout=30)

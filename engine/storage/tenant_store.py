@@ -32,6 +32,7 @@ from engine.storage.replay_progress import ReplayProgress
 from engine.storage.scratch import Scratch
 from engine.storage.snapshot import (
     DamagedVersions,
+    SnapshotInfo,
     prune_snapshots,
     read_snapshot,
     snapshots_newest_first,
@@ -177,23 +178,31 @@ class TenantStorage:
             try:
                 info = read_snapshot(path, tm, self.encoder, defer=True, lost=lost)
             except CorruptStore as exc:
-                tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda, tm.index.config)  # type: ignore[misc]  # drop what was half-read
-                if isinstance(exc, DamagedVersions):
-                    self._lost |= exc.names  # the same snapshot again, now knowing them
-                else:
-                    self._problem(f"{exc}; falling back to an older snapshot")
-                    at += 1
+                at += self._failed(tm, exc)
                 continue
-            for name in sorted(lost):
-                self._problem(
-                    f"{damaged(path / name)}; the older snapshot shares the file, so its {listed[name]} "
-                    "earlier versions of notes are lost (the notes themselves are whole)"
-                )
-            if info.pending is not None:  # with the problems known so far (the log's come after)
-                self._pending = (path.name, info.pending, len(self.problems))
-            self._notes_base = info.notes_base
+            self._loaded(info, {name: listed[name] for name in lost})
             return info.seq
         return 0
+
+    def _failed(self, tm: TenantMemory, exc: CorruptStore) -> int:
+        """Drop what was half-read; 0: the same snapshot again (only versions segments were damaged,
+        now known), 1: the next older one."""
+        tm.__init__(tm.tenant, tm.index.dim, tm.use_cuda, tm.index.config)  # type: ignore[misc]
+        if isinstance(exc, DamagedVersions):
+            self._lost |= exc.names
+            return 0
+        self._problem(f"{exc}; falling back to an older snapshot")
+        return 1
+
+    def _loaded(self, info: SnapshotInfo, lost: dict[str, int]) -> None:
+        for name, rows in sorted(lost.items()):
+            self._problem(
+                f"{damaged(info.path / name)}; the older snapshot shares the file, so its {rows} earlier "
+                "versions of notes are lost (the notes themselves are whole)"
+            )
+        if info.pending is not None:  # with the problems known so far (the log's come after)
+            self._pending = (info.path.name, info.pending, len(self.problems))
+        self._notes_base = info.notes_base
 
     def verified(self, tm: TenantMemory) -> TenantMemory:
         """`tm` once its snapshot's background checksums hold (they wait here); when one fails, the tenant

@@ -20,6 +20,18 @@ def write_json(name: str, payload: dict[str, Any]) -> Path:
     return path
 
 
+def disk_bytes(folder: Path) -> int:
+    """Bytes of the files under `folder`, a file linked more than once counted once (snapshots share
+    their versions segments as hard links)."""
+    seen, total = set(), 0
+    for path in folder.rglob("*"):
+        st = path.stat()
+        if path.is_file() and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_size
+    return total
+
+
 def machine() -> dict[str, Any]:
     import os
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import engine.storage.tenant_store
-from bench.common import table, write_json
+from bench.common import disk_bytes, table, write_json
 from bench.synthetic import chat
 from engine import Config, Memory
 from engine.encode import Encoder, make_encoder
@@ -42,10 +42,6 @@ def _items(n: int, seed: int = 0, unique: bool = False) -> list[dict[str, Any]]:
         for i, it in enumerate(out):
             it["content"] = f"{it['content']} Ref {i}."
     return out
-
-
-def _dir_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 # --- ingest: log on vs off ------------------------------------------------------------------------------
@@ -65,7 +61,7 @@ def ingest_rate(
     mem.close()
     close_s = time.perf_counter() - started
     snaps = list((path / "tenants" / TENANT).glob("snap-*"))
-    snap_bytes = _dir_bytes(max(snaps)) if snaps else 0
+    snap_bytes = disk_bytes(max(snaps)) if snaps else 0
     shutil.rmtree(path, ignore_errors=True)
     return {
         "batch": batch_size,
@@ -191,7 +187,7 @@ def reopen(cached: Path, label: str, encoder: Encoder, timer: _SnapshotTimer) ->
     row = {
         "store": label,
         "notes": notes,
-        "store_mb": _dir_bytes(cached) / 2**20,
+        "store_mb": disk_bytes(cached) / 2**20,
         "log_mb": log_bytes / 2**20,
         "open_and_search_s": open_s,
         "snapshot_s": timer.seconds,

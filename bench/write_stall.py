@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, table, write_json
+from bench.common import RESULTS, disk_bytes, table, write_json
 
 HERE = Path(__file__).resolve().parents[1]
 _BUILD = """
@@ -86,16 +86,6 @@ def _child(code: str, root: Path, argv: list[str]) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {}
 
 
-def _bytes(folder: Path) -> int:
-    seen, total = set(), 0
-    for path in folder.rglob("*"):
-        st = path.stat()
-        if path.is_file() and (st.st_dev, st.st_ino) not in seen:
-            seen.add((st.st_dev, st.st_ino))
-            total += st.st_size
-    return total
-
-
 def build(notes: int) -> Path:
     store = RESULTS / "stores" / f"write-stall-{notes}"
     store = store.resolve()
@@ -124,7 +114,7 @@ def main() -> None:
             seed = 1000 + 10 * rnd + len(rows)
             argv = [str(stores[name]), args.tenant, str(args.batch), str(seed)]
             rows.append({"engine": name, "round": rnd, **_child(_TRY, root, argv)})
-            rows[-1]["disk_gb"] = _bytes(stores[name] / "tenants" / args.tenant) / 1e9
+            rows[-1]["disk_gb"] = disk_bytes(stores[name] / "tenants" / args.tenant) / 1e9
             print(table(rows[-1:], list(rows[-1])), flush=True)
     columns = ["engine", "round", "notes", "write_s", "answered", "p50_ms", "p99_ms", "longest_ms", "disk_gb"]
     print(table(rows, columns))

@@ -169,7 +169,8 @@ class TenantStorage:
         snaps = [p for p in snapshots_newest_first(self.folder) if p.name not in self._damaged]
         at = 0
         while at < len(snaps):
-            path, listed = snaps[at], versions_listed(snaps[at])
+            path = snaps[at]
+            listed = versions_listed(path) if self._lost else {}  # meta.json read again only after damage
             lost = self._lost & listed.keys()
             if lost and any(not self._lost & versions_listed(o).keys() for o in snaps[at + 1 :]):
                 self._problem(f"{damaged(path / min(lost))}; falling back to an older snapshot")

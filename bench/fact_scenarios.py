@@ -28,6 +28,8 @@ THIRD = Path(__file__).with_name("fact_scenarios_third.json")
 """A third blind set (split "third"), written the same way after v5 and rescoring were frozen."""
 FOURTH = Path(__file__).with_name("fact_scenarios_fourth.json")
 """A fourth (split "fourth"), written while v6 (two guards found on the third set) was built, not seen by it."""
+FIFTH = Path(__file__).with_name("fact_scenarios_fifth.json")
+"""A fifth (split "fifth"), written while the pair judge was trained, scored once after it was frozen."""
 
 
 @dataclass(frozen=True, slots=True)

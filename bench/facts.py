@@ -6,11 +6,12 @@ being true, and nothing else?
     python -m bench.facts --split fresh            # a second blind set, written after v3 was built
     python -m bench.facts --split third            # a third, written after v5 and rescoring were frozen
     python -m bench.facts --split fourth           # a fourth, scored once after v6 was frozen
+    python -m bench.facts --split fifth            # a fifth, scored once after the pair judge was frozen
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
 
 Sets: old92 (bench/fact_scenarios.py), the blind set (bench/fact_scenarios_blind.json, dev/heldout), and
-three later blind sets (fact_scenarios_fresh.json, _third.json, _fourth.json).
+four later blind sets (fact_scenarios_fresh.json, _third.json, _fourth.json, _fifth.json).
 
 Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t1), then the new statement
 (t2); the scenario's question is asked now and as of the midpoint of t1 and t2.
@@ -32,34 +33,48 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bench.common import table, write_json
-from bench.fact_scenarios import FOURTH, FRESH, KINDS, SCENARIOS, THIRD, Scenario, fillers_for, load_blind
+from bench.fact_scenarios import (
+    FIFTH,
+    FOURTH,
+    FRESH,
+    KINDS,
+    SCENARIOS,
+    THIRD,
+    Scenario,
+    fillers_for,
+    load_blind,
+)
 from engine.annotate.facts.decision import Statement, decide, similarity
+from engine.annotate.facts.pair_judge import pair_judge
 from engine.annotate.facts.sentence import sentence_encoder
 from engine.encode import Encoder, WordLlamaEncoder
 
 RETIRING = ("supersede",)
-LATER = {"fresh": FRESH, "third": THIRD, "fourth": FOURTH}
+LATER = {"fresh": FRESH, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH}
 """The blind sets written after the first, each scored once by the version frozen before it was read."""
 
 
 # --- rules alone ----------------------------------------------------------------------
-def _retires(enc: Encoder, old: str, old_speaker: str, new: str, new_speaker: str) -> str | None:
-    sentences = sentence_encoder()
+def _retires(
+    enc: Encoder, old: str, old_speaker: str, new: str, new_speaker: str, judged: bool
+) -> str | None:
+    sentences, judge = sentence_encoder(), pair_judge() if judged else None
     close = None if sentences is None else functools.partial(similarity, sentences.encode_batch, old, new)
     d = decide(
         Statement(old, old_speaker),
         Statement(new, new_speaker),
         similarity(enc.encode_batch, old, new),
         close,
+        None if judge is None else lambda: float(judge.probabilities([(old, new)])[0]),
     )
     return d.reason if d.supersedes else None
 
 
-def rules_case(enc: Encoder, s: Scenario, index: int) -> dict[str, Any]:
-    reason = _retires(enc, s.old, s.speaker, s.new, s.speaker_of_new)
+def rules_case(enc: Encoder, s: Scenario, index: int, judged: bool = True) -> dict[str, Any]:
+    reason = _retires(enc, s.old, s.speaker, s.new, s.speaker_of_new, judged)
     fillers = fillers_for(index)
-    false_hits = [f for f in fillers if _retires(enc, f, s.speaker, s.new, s.speaker_of_new)]
-    false_hits += [f for f in fillers if _retires(enc, s.old, s.speaker, f, s.speaker)]
+    false_hits = [f for f in fillers if _retires(enc, f, s.speaker, s.new, s.speaker_of_new, judged)]
+    false_hits += [f for f in fillers if _retires(enc, s.old, s.speaker, f, s.speaker, judged)]
     verdict_ok = (reason is not None) == (s.kind in RETIRING)
     return {
         "name": s.name,
@@ -72,9 +87,10 @@ def rules_case(enc: Encoder, s: Scenario, index: int) -> dict[str, Any]:
     }
 
 
-def rules_only(scenarios: Sequence[Scenario]) -> list[dict[str, Any]]:
+def rules_only(scenarios: Sequence[Scenario], judged: bool = True) -> list[dict[str, Any]]:
+    """The decision alone on each scenario (and its fillers); `judged`: with the pair judge (step 5)."""
     enc = WordLlamaEncoder()
-    return [rules_case(enc, s, i) for i, s in enumerate(scenarios)]
+    return [rules_case(enc, s, i, judged) for i, s in enumerate(scenarios)]
 
 
 # --- the whole engine -----------------------------------------------------------------------
@@ -170,7 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a Config.of override")
     args = ap.parse_args(argv)
     scenarios = scenarios_of(args.split)
-    rules = rules_only(scenarios)
+    settings = _settings(args.set)
+    rules = rules_only(scenarios, judged=settings.get("fact_judge", True))
     rule_keys = ["verdict_ok", "filler_ok", "rules_ok"]
     payload: dict[str, Any] = {
         "split": args.split,
@@ -181,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("rules alone\n" + table(payload["rules"], ["kind", "n", *rule_keys]))
     _print_failures(payload["rule_failures"], "reason")
     if not args.rules_only:
-        payload.update(_full_run(scenarios, rules, _settings(args.set)))
+        payload.update(_full_run(scenarios, rules, settings))
     path = write_json(f"facts-{args.split}" + ("-rules" if args.rules_only else ""), payload)
     print(f"\nwrote {path}")
     return 0

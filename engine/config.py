@@ -129,6 +129,9 @@ class WriteConfig:
     """Largest content (UTF-8 bytes) accepted at all; larger is refused (HTTP 413) before any work."""
     max_batch_items: int = 1000
     """Most interactions in one add call (HTTP 413 past this)."""
+    fact_judge: bool = True
+    """Embedded annotator: let the learned pair judge (engine/annotate/facts/pair_judge.py, decision step
+    5) retire a fact the rules kept for want of a shared attribute or a change signal."""
 
     def __post_init__(self) -> None:
         if self.k_neighbours < 0:

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from engine.annotate.facts.cues import masked
 from engine.annotate.facts.decision import Decision, Statement, confirm, decide, masked_parts, similarity
+from engine.annotate.facts.pair_judge import pair_judge
 from engine.annotate.facts.sentence import sentence_encoder
 from engine.annotate.schemas import (
     Annotation,
@@ -63,6 +65,11 @@ TOPICS: dict[str, str] = {
 }
 
 
+JUDGE_TOP = 1
+"""The pair judge reads only a new note's closest candidate: each judgement is a transformer forward (5-10
+ms on 2 CPU cores). LoCoMo dev's ingest (2,759 chat turns, 1,673 pairs reach the judge with every
+candidate) took 6.9 s without the judge, 12.4 s with the 3 closest, 7.6 s with the closest; on the
+scenarios' dev split the closest found what the 3 did (docs/facts.md)."""
 _CACHED = 20_000
 """Decisions and masked vectors kept: a batch of 1,000 notes judges ~10,000 pairs twice (link, evolve);
 the caches are per batch in effect, so their memory does not grow with the tenant."""
@@ -83,6 +90,8 @@ class EmbeddedAnnotator:
         self._sentences: dict[str, np.ndarray] = {}
         """Sentence-encoder (MiniLM) vectors of masked texts: only the few pairs that reach decision step 3's
         last test (no shared word, a change cue) are encoded."""
+        self._judged: dict[tuple[str, str], float] = {}
+        """Pair-judge probabilities (decision step 5) of the pairs the rules kept and that reached it."""
 
     # --- stage: note --------------------------------------------------------
     def annotate(self, items: Sequence[Interaction]) -> list[Annotation]:
@@ -118,25 +127,35 @@ class EmbeddedAnnotator:
     def _warm_masked(self, requests: Sequence[LinkRequest]) -> None:
         """Encode in one call the masked statements the decisions will compare: the encoder's cost is per
         call far more than per text (one call per compared pair was a quarter of ingest). A first pass
-        decides every pair it can without a similarity and notes the texts of those that need one."""
-        needed: list[str] = []
+        decides every pair it can without a similarity and notes the texts of those that need one; then
+        the pairs that reach the pair judge are judged in one batch the same way."""
+        texts: list[str] = []
+        probe = _Probe(texts, [])
+        self._probe(requests, probe)
+        self._encode_missing(texts)
+        if texts:  # decisions deferred for a similarity may reach the judge now
+            probe = _Probe(None, probe.pairs)
+            self._probe(requests, probe)
+        self._judge_missing(probe.pairs)
+
+    def _probe(self, requests: Sequence[LinkRequest], probe: _Probe) -> None:
         for req in requests:
-            for cand in req.candidates:
-                self._decide(cand.note, req.note, needed, cand.fixed)
-        self._encode_missing(needed)
+            for rank, cand in enumerate(sorted(req.candidates, key=lambda c: -c.score)):
+                self._decide(cand.note, req.note, probe, cand.fixed, rank < JUDGE_TOP)
 
     def _judge(self, req: LinkRequest) -> list[LinkChoice]:
         new_kw = _stems(req.note.keywords)
         chosen = []
-        for cand in sorted(req.candidates, key=lambda c: -c.score):
-            reason = self._link_reason(req.note, new_kw, cand)
+        for rank, cand in enumerate(sorted(req.candidates, key=lambda c: -c.score)):
+            reason = self._link_reason(req.note, new_kw, cand, rank < JUDGE_TOP)
             if reason:
                 chosen.append(LinkChoice(target=cand.note.id, reason=reason))
         return chosen[: self.config.write.max_links]
 
-    def _link_reason(self, new: Note, new_kw: dict[str, str], cand: Candidate) -> str | None:
+    def _link_reason(self, new: Note, new_kw: dict[str, str], cand: Candidate, judged: bool) -> str | None:
         old, score = cand.note, cand.score
-        decision = self.supersession(old, new, cand.fixed)
+        decision = self._decide(old, new, None, cand.fixed, judged)
+        assert decision is not None  # only a probe defers
         if decision.supersedes:
             return f"updates fact: {decision.reason.removeprefix('superseded: ')}"
         shared = [new_kw[s] for s in new_kw.keys() & _stems(old.keywords).keys()]
@@ -176,13 +195,14 @@ class EmbeddedAnnotator:
         """engine.annotate.facts.decision on two notes, with the similarity of their masked texts;
         `fixed`: `is_fixed(old.content)` where the caller knows it (`Candidate.fixed`)."""
         decision = self._decide(old, new, None, fixed)
-        assert decision is not None  # only a probe (`needed`) defers
+        assert decision is not None  # only a probe defers
         return decision
 
     def _decide(
-        self, old: Note, new: Note, needed: list[str] | None, fixed: bool | None = None
+        self, old: Note, new: Note, probe: _Probe | None, fixed: bool | None = None, judged: bool = True
     ) -> Decision | None:
-        """With `needed`, a decision that would encode texts adds them there and returns None instead."""
+        """With `probe`, a decision that would encode texts or judge the pair notes them there and returns
+        None instead. `judged`: the pair judge may be asked (a candidate among the JUDGE_TOP closest)."""
         key = (old.content, old.speaker, new.content, new.speaker)
         if (known := self._decided.get(key)) is None:
             if len(self._decided) > _CACHED:
@@ -190,8 +210,9 @@ class EmbeddedAnnotator:
             # Clipped first: the rules' and encoder's cost is bounded by max_content_chars, not the input.
             chars = self.config.write.max_content_chars
             old_text, new_text = clip(old.content, chars), clip(new.content, chars)
-            sim = functools.partial(self._similarity, old_text, new_text, needed)
+            sim = functools.partial(self._similarity, old_text, new_text, probe)
             close = functools.partial(self._sentence_similarity, old_text, new_text)
+            judge = functools.partial(self._judge_probability, old_text, new_text, probe)
             known_fixed = fixed if old_text is old.content else None  # the column read the unclipped text
             try:
                 known = decide(
@@ -199,21 +220,41 @@ class EmbeddedAnnotator:
                     Statement(new_text, new.speaker),
                     sim,
                     close,
+                    judge if judged and self.config.write.fact_judge else None,
                 )
             except _Deferred:
                 return None
             self._decided[key] = known
         return known
 
-    def _similarity(self, old_text: str, new_text: str, needed: list[str] | None) -> float:
-        """The masked-statement cosine; with `needed` (a probe), texts not encoded yet are added there
+    def _similarity(self, old_text: str, new_text: str, probe: _Probe | None) -> float:
+        """The masked-statement cosine; with a probe, texts not encoded yet are added there
         and the decision is deferred instead of encoding them one pair at a time."""
-        if needed is not None:
+        if probe is not None and probe.texts is not None:
             missing = [t for t in (masked(old_text), *masked_parts(new_text)) if t not in self._masked]
             if missing:
-                needed.extend(missing)
+                probe.texts.extend(missing)
                 raise _Deferred
         return similarity(self._encode_masked, old_text, new_text)
+
+    def _judge_probability(self, old_text: str, new_text: str, probe: _Probe | None) -> float | None:
+        """The pair judge's probability (None without its model); a probe defers the pair for one batch."""
+        key = (old_text, new_text)
+        if key not in self._judged:
+            if probe is not None:
+                probe.pairs.append(key)
+                raise _Deferred
+            self._judge_missing([key])
+        return self._judged.get(key)
+
+    def _judge_missing(self, pairs: list[tuple[str, str]]) -> None:
+        judge = pair_judge()
+        missing = [p for p in dict.fromkeys(pairs) if p not in self._judged]
+        if judge is None or not missing:
+            return
+        if len(self._judged) + len(missing) > _CACHED:
+            self._judged.clear()
+        self._judged.update(zip(missing, judge.probabilities(missing).tolist(), strict=True))
 
     def _sentence_similarity(self, old_text: str, new_text: str) -> float:
         """The masked-statement cosine under the sentence encoder (0.0 when its package is missing)."""
@@ -264,7 +305,15 @@ class EmbeddedAnnotator:
 
 
 class _Deferred(Exception):
-    """A decision needs a similarity whose texts are not encoded yet (see `_warm_masked`)."""
+    """A decision needs a similarity whose texts are not encoded yet, or a pair judged (see `_warm_masked`)."""
+
+
+@dataclass(slots=True)
+class _Probe:
+    """What deferred decisions need: texts to encode (None: encode as asked) and pairs to judge."""
+
+    texts: list[str] | None
+    pairs: list[tuple[str, str]]
 
 
 def _stems(words: Sequence[str]) -> dict[str, str]:

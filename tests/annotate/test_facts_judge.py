@@ -1,0 +1,112 @@
+"""Decision step 5: the learned pair judge retires what the rules kept for want of a shared attribute or a
+change signal, only when nearly sure, only for the speaker's own old fact, and never past a guard."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.annotate.facts.decision import JUDGE, Decision, Statement, decide
+
+
+def judged(old: str, new: str, p: float | None, new_by: str = "Maya", sim: float = 0.1) -> Decision:
+    return decide(Statement(old, "Maya"), Statement(new, new_by), sim, None, None if p is None else lambda: p)
+
+
+def never() -> float:
+    raise AssertionError("the judge was asked although the rules had decided")
+
+
+RENT = "we rent a flat downtown"
+HOUSE = "finally closed on the house in Ballard, keys on friday"
+
+
+def test_a_sure_judge_retires_what_the_rules_kept() -> None:
+    assert judged(RENT, HOUSE, None) == Decision.keep("no shared attribute")
+    assert judged(RENT, HOUSE, 0.995) == Decision(
+        True, "superseded: the pair judge reads a change (0.99)", attribute="pair judge"
+    )
+
+
+def test_below_the_threshold_the_rules_verdict_stands() -> None:
+    assert judged(RENT, HOUSE, JUDGE - 0.001) == Decision.keep("no shared attribute")
+
+
+def test_same_attribute_without_a_change_signal_is_judged_too() -> None:
+    old, new = "My manager is Priya.", "Priya is my manager and she is great"
+    rules = judged(old, new, None, sim=0.9)
+    assert not rules.supersedes and rules.reason.endswith("no change signal")
+    assert judged(old, new, 0.99, sim=0.9).supersedes
+
+
+@pytest.mark.parametrize(
+    ("new", "why"),
+    [
+        ("thinking about buying a house in Ballard someday", "hypothetical"),
+        ("we also bought a cabin by the lake", "additive"),
+        ("my brother closed on a house in Ballard", "third person"),
+        ("did you close on the house yet?", "question"),
+    ],
+)
+def test_guards_come_first_and_the_judge_is_not_asked(new: str, why: str) -> None:
+    d = decide(Statement(RENT, "Maya"), Statement(new, "Maya"), 0.1, None, never)
+    assert not d.supersedes and why in d.reason
+
+
+def test_another_speaker_is_kept_without_asking_the_judge() -> None:
+    d = decide(Statement(RENT, "Maya"), Statement(HOUSE, "Leo"), 0.1, None, never)
+    assert d == Decision.keep("other speaker 'Leo'")
+
+
+def test_a_rules_supersession_does_not_ask_the_judge() -> None:
+    d = decide(
+        Statement("I live in Boston.", "Maya"), Statement("I live in Denver now.", "Maya"), 0.9, None, never
+    )
+    assert d.supersedes and "pair judge" not in d.reason
+
+
+def test_an_old_statement_not_of_the_speaker_is_left_to_the_rules() -> None:
+    assert judged("the office is on 5th street", "the office moved to the harbour", 1.0).reason.startswith(
+        "kept:"
+    )
+
+
+def test_a_judge_without_a_model_is_no_verdict() -> None:
+    assert judged(RENT, HOUSE, None) == decide(
+        Statement(RENT, "Maya"), Statement(HOUSE, "Maya"), 0.1, None, lambda: None
+    )
+
+
+# --- the engine: one batch of judgements per write, and the switch --------------------------------------
+OLD_FACTS = ["we rent a flat downtown", "I bank with Chase", "I drive a Honda Civic"]
+UPDATES = [
+    "finally closed on the house in Ballard, keys on friday",
+    "all my accounts are at the credit union these days",
+    "the civic is gone, it's the bus for me",
+]
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_write_asks_the_judge_once_for_its_whole_batch(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    from engine import Config, Memory
+    from engine.annotate.facts.pair_judge import PairJudge, pair_judge
+
+    if pair_judge() is None:
+        pytest.skip("the MiniLM package is not installed")
+    calls: list[int] = []
+    real = PairJudge.probabilities
+
+    def counted(self: PairJudge, pairs: list[tuple[str, str]]) -> object:
+        calls.append(len(pairs))
+        return real(self, pairs)
+
+    monkeypatch.setattr(PairJudge, "probabilities", counted)
+    with Memory(config=Config.of(fact_judge=on)) as mem:
+        for day, text in enumerate(OLD_FACTS, 1):
+            mem.add(text, tenant="t", timestamp=f"2024-01-0{day}T09:00:00+00:00", speaker="Maya")
+        calls.clear()
+        items = [{"content": u, "timestamp": "2024-06-01T09:00:00+00:00", "speaker": "Maya"} for u in UPDATES]
+        mem.add_many(items, tenant="t")
+    if on:
+        assert len(calls) == 1 and calls[0] >= 2  # the pairs of several updates, judged together
+    else:
+        assert calls == []

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from bench.common import table, write_json
+from bench.common import RESULTS, table, write_json
 from engine.annotate.facts.decision import Statement, decide, similarity
 from engine.annotate.facts.pair_judge import ADAPTERS, PairJudge, adapted, pair_batch, pair_logits
 from engine.annotate.facts.sentence import sentence_encoder
@@ -52,7 +52,6 @@ ADAPTED = (
     "output.dense",
 )
 THRESHOLDS = (0.8, 0.9, 0.95, 0.98, 0.99)
-FLOORS = (0.0, 0.2, 0.3)
 
 
 def load_pairs(paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -161,39 +160,31 @@ def _initial(base: Mapping[str, torch.Tensor], layers: int) -> dict[str, torch.T
     return out
 
 
-def save(tensors: dict[str, torch.Tensor], path: Path, files: Sequence[Path], n: int) -> None:
+def save(tensors: dict[str, torch.Tensor], path: Path, files: Sequence[Path]) -> None:
     from safetensors.torch import save_file
 
-    meta = {"scale": str(SCALE), "rank": str(RANK), "pairs": str(n), "files": ",".join(f.name for f in files)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"scale": str(SCALE), "rank": str(RANK), "files": ",".join(f.name for f in files)}
     save_file({k: v.half().contiguous() for k, v in tensors.items()}, str(path), metadata=meta)
 
 
 # --- validation: the decision with the judge, on pairs the judge did not see -------------------------
-def validate(held: Path, tensors: dict[str, torch.Tensor], chat: Sequence[str]) -> dict[str, Any]:
-    tmp = Path("bench/results/pair_judge-validate.safetensors")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    save(tensors, tmp, [], 0)
-    judge = PairJudge(tmp)
+def validate(held: Path, judge: PairJudge, chat: Sequence[str]) -> dict[str, Any]:
     rows = load_pairs([held])
     rows += negatives(rows, chat, seed=SEED + 1)
     probs = judge.probabilities([(r["old"], r["new"]) for r in rows])
     enc, sentences = WordLlamaEncoder(), sentence_encoder()
-    cases = []
-    for r, p in zip(rows, probs, strict=True):
-        alone, reached = _decide(enc, sentences, r, None), _decide(enc, sentences, r, 1.0)
-        sim = similarity(enc.encode_batch, r["old"], r["new"])
-        cases.append(
-            {
-                "kind": r["kind"],
-                "label": bool(r["label"]),
-                "rules": alone,
-                "reached": reached,
-                "p": float(p),
-                "sim": sim,
-            }
-        )
-    grid = [_at(cases, t, f) for f in FLOORS for t in THRESHOLDS]
-    return {"file": held.name, "thresholds": grid, "rules": _at(cases, 2.0, 0.0)}
+    cases = [
+        {
+            "kind": r["kind"],
+            "label": bool(r["label"]),
+            "rules": _decide(enc, sentences, r, None),
+            "reached": _decide(enc, sentences, r, 1.0),
+            "p": float(p),
+        }
+        for r, p in zip(rows, probs, strict=True)
+    ]
+    return {"file": held.name, "thresholds": [_at(cases, t) for t in THRESHOLDS], "rules": _at(cases, 2.0)}
 
 
 def _decide(enc: Any, sentences: Any, r: dict[str, Any], judge: float | None) -> bool:
@@ -212,13 +203,12 @@ def _decide(enc: Any, sentences: Any, r: dict[str, Any], judge: float | None) ->
     return d.supersedes
 
 
-def _at(cases: list[dict[str, Any]], threshold: float, floor: float) -> dict[str, Any]:
-    retired = [c["rules"] or (c["reached"] and c["p"] >= threshold and c["sim"] >= floor) for c in cases]
+def _at(cases: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    retired = [c["rules"] or (c["reached"] and c["p"] >= threshold) for c in cases]
     wrong = Counter(c["kind"] for c, r in zip(cases, retired, strict=True) if r and not c["label"])
     found = sum(r and c["label"] for c, r in zip(cases, retired, strict=True))
     return {
         "threshold": threshold,
-        "floor": floor,
         "found": found,
         "supersede": sum(c["label"] for c in cases),
         "false": sum(wrong.values()),
@@ -230,27 +220,35 @@ def _at(cases: list[dict[str, Any]], threshold: float, floor: float) -> dict[str
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--validate", type=Path, help="a pair file to hold out and score")
+    ap.add_argument("--adapters", type=Path, help="with --validate: score this trained file, do not train")
     ap.add_argument("--out", type=Path, default=ADAPTERS)
     ap.add_argument("--epochs", type=int, default=EPOCHS)
     args = ap.parse_args()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     files = [p for p in PAIRS if args.validate is None or p.resolve() != args.validate.resolve()]
-    written, chat = load_pairs(files), load_chat()
-    if args.validate is not None:  # the last fifth of the chat turns makes negatives for validation only
-        chat, held_chat = chat[: len(chat) * 4 // 5], chat[len(chat) * 4 // 5 :]
-    rows = written + negatives(written, chat)
-    print(
-        f"training on {len(rows)} pairs: {len(written)} from {', '.join(f.name for f in files)}, the rest made"
-    )
-    tensors = train(rows, args.epochs)
+    chat = load_chat()
+    held_chat = chat[len(chat) * 4 // 5 :]  # with --validate, the last fifth makes negatives for it alone
+    if args.validate is not None:
+        chat = chat[: len(chat) * 4 // 5]
+    if args.adapters is None:
+        tensors = train(_training_rows(files, chat), args.epochs)
+        if args.validate is None:
+            save(tensors, args.out, files)
+            print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")
+            return
+        args.adapters = RESULTS / "pair_judge-validate.safetensors"
+        save(tensors, args.adapters, files)
     if args.validate is None:
-        save(tensors, args.out, files, len(rows))
-        print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")
-        return
-    result = validate(args.validate, tensors, held_chat)
+        ap.error("--adapters needs --validate")
+    result = validate(args.validate, PairJudge(args.adapters), held_chat)
     lines = [result["rules"] | {"threshold": "rules alone"}, *result["thresholds"]]
-    print(table(lines, ["threshold", "floor", "found", "supersede", "false", "negatives", "false_by_kind"]))
-    print(write_json("pair_judge-validate", result))
+    print(table(lines, ["threshold", "found", "supersede", "false", "negatives", "false_by_kind"]))
+    print(write_json("pair_judge-validate", result | {"adapters": str(args.adapters)}))
+
+
+def _training_rows(files: Sequence[Path], chat: Sequence[str]) -> list[dict[str, Any]]:
+    written = load_pairs(files)
+    print(f"training on {len(written)} pairs from {', '.join(f.name for f in files)}, and negatives made")
+    return written + negatives(written, chat)
 
 
 if __name__ == "__main__":

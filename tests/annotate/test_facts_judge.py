@@ -32,7 +32,7 @@ def test_below_the_threshold_the_rules_verdict_stands() -> None:
 
 
 def test_same_attribute_without_a_change_signal_is_judged_too() -> None:
-    old, new = "My manager is Priya.", "Priya is my manager and she is great"
+    old, new = "my commute is long", "my commute is a breeze, twenty minutes door to door"
     rules = judged(old, new, None, sim=0.9)
     assert not rules.supersedes and rules.reason.endswith("no change signal")
     assert judged(old, new, 0.99, sim=0.9).supersedes
@@ -68,6 +68,14 @@ def test_an_old_statement_not_of_the_speaker_is_left_to_the_rules() -> None:
     assert judged("the office is on 5th street", "the office moved to the harbour", 1.0).reason.startswith(
         "kept:"
     )
+
+
+def test_the_old_values_said_again_are_a_restatement_the_judge_cannot_retire() -> None:
+    old = "my car is a blue Corolla from 2015"
+    again = judged(old, "took the Corolla through the car wash, 2015 never looked so good", 1.0)
+    assert again == Decision.keep("no shared attribute")
+    one_of_two = judged(old, "took the Corolla to the scrapyard, a bike for me from here on", 1.0)
+    assert one_of_two.supersedes and "pair judge" in one_of_two.reason
 
 
 def test_a_judge_without_a_model_is_no_verdict() -> None:

@@ -25,7 +25,8 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
    "switched", "instead") or a value replaced (an old name or number gone, a new one in its place).
 5. The pair judge (engine.annotate.facts.pair_judge: MiniLM read as a cross-encoder, adapters trained on
    statement pairs written blind), for what step 3 or 4 kept: it retires the old fact when its probability
-   reaches JUDGE and the old statement is the speaker's own. Every guard and the lexicon have run before,
+   reaches JUDGE, the old statement is the speaker's own and the new one does not name every old value
+   (step 4's restatement). Every guard and the lexicon have run before,
    so it never overrules them; it finds the updates no cue announces ('we rent downtown' / 'finally closed
    on the house in Ballard').
 
@@ -144,22 +145,30 @@ def decide(
     sim = _resolve(similarity)
     attribute = _same_attribute(old_text, new_text, sim) or _close_sentences(old_text, new_text, sentence)
     if attribute is None:
-        return _judged(judge, old_text) or Decision.keep("no shared attribute")
+        return _judged(judge, old_text, new_text) or Decision.keep("no shared attribute")
     change = _change(old_text, new_text)
     if change is None:
-        return _judged(judge, old_text) or Decision.keep(f"same attribute '{attribute}', no change signal")
+        return _judged(judge, old_text, new_text) or Decision.keep(
+            f"same attribute '{attribute}', no change signal"
+        )
     return Decision(True, f"superseded: same attribute '{attribute}', {change}", attribute=attribute)
 
 
-def _judged(judge: Similarity, old_text: str) -> Decision | None:
+def _judged(judge: Similarity, old_text: str, new_text: str) -> Decision | None:
     """Step 5: what the rules kept for want of a shared attribute or a change signal, the learned pair
-    judge may retire, when it is nearly sure and the old fact is the speaker's own ('I', 'my', 'we')."""
-    if judge is None or not cues.speaker_owned(old_text):
+    judge may retire, when it is nearly sure and the old fact is the speaker's own ('I', 'my', 'we'), unless
+    the new statement names every value of the old one (step 4's restatement: 'kept us at 950')."""
+    if judge is None or not cues.speaker_owned(old_text) or _restated(old_text, new_text):
         return None
     p = _resolve(judge)
     if p is None or p < JUDGE:
         return None
     return Decision(True, f"superseded: the pair judge reads a change ({p:.2f})", attribute="pair judge")
+
+
+def _restated(old_text: str, new_text: str) -> bool:
+    old_values = cues.values(old_text)
+    return bool(old_values) and all(_says(new_text, v) for v in old_values)
 
 
 def confirm(old: Statement, new: Statement, similarity: Similarity, claim: str) -> Decision:

@@ -30,6 +30,8 @@ FOURTH = Path(__file__).with_name("fact_scenarios_fourth.json")
 """A fourth (split "fourth"), written while v6 (two guards found on the third set) was built, not seen by it."""
 FIFTH = Path(__file__).with_name("fact_scenarios_fifth.json")
 """A fifth (split "fifth"), written while the pair judge was trained, scored once after it was frozen."""
+SIXTH = Path(__file__).with_name("fact_scenarios_sixth.json")
+"""A sixth (split "sixth"), written after the judge (v7) was scored, first read by v8 (the restatement gate)."""
 
 
 @dataclass(frozen=True, slots=True)

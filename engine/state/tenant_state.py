@@ -125,10 +125,7 @@ class TenantMemory:
     def pack(self) -> Packed:
         """The state as the state file stores it (records copied out of the map and the overlay)."""
         n = self.index.num_slots
-        lists = [self.backlinks_of(s) for s in range(n)]
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([len(x) for x in lists])
-        linked = np.fromiter((s for x in lists for s in x), dtype=np.int32, count=int(offsets[-1]))
+        offsets, linked = self._packed_backlinks(n)
         notes = self.notes
         notes.fill_unknown(n)
         columns: dict[str, np.ndarray] = {"timestamp": notes.timestamp, "speaker": notes.speaker}
@@ -152,6 +149,29 @@ class TenantMemory:
             source_keys=keys,
             source_slots=key_slots,
         )
+
+    def _packed_backlinks(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Backlinks of slots 0..n-1 as CSR: the previous state file's runs copied by one gather, the
+        edited slots' lists written over them (a Python loop over every slot took ~1 s at 400k notes)."""
+        offsets, slots = self._base_links
+        counts = np.zeros(n, dtype=np.int64)
+        m = max(0, min(n, len(offsets) - 1))
+        counts[:m] = np.diff(offsets[: m + 1])
+        edited = {s: links for s, links in self.backlinks.items() if s < n}
+        at = np.fromiter(edited, dtype=np.int64, count=len(edited))
+        counts[at] = np.fromiter((len(x) for x in edited.values()), dtype=np.int64, count=len(edited))
+        packed_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=packed_offsets[1:])
+        out = np.empty(int(packed_offsets[-1]), dtype=np.int32)
+        kept = np.ones(m, dtype=bool)
+        kept[at[at < m]] = False
+        runs = np.flatnonzero(kept & (counts[:m] > 0))
+        lengths = counts[runs]
+        step = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        out[np.repeat(packed_offsets[runs], lengths) + step] = slots[np.repeat(offsets[runs], lengths) + step]
+        for s, links in edited.items():
+            out[packed_offsets[s] : packed_offsets[s] + len(links)] = links
+        return packed_offsets, out
 
     def _merged_sources(self) -> tuple[np.ndarray, np.ndarray]:
         keys, slots = self._base_sources

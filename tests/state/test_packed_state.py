@@ -249,3 +249,25 @@ def test_records_packed_from_the_state_file_and_the_overlay_equal_them_slot_by_s
         expected, got = tm.notes.record(slot), records.get(slot)
         assert (None if got is None else bytes(got)) == (None if expected is None else bytes(expected)), slot
     assert decode(records.get(tm.index.slot_of["n6"])).content == "note 6 rewritten"  # type: ignore[arg-type]
+
+
+def test_packed_backlinks_equal_the_lists_slot_by_slot_after_edits_over_a_state_file() -> None:
+    rng = np.random.default_rng(3)
+    tm = TenantMemory("t", DIM)
+    notes = [_note(i) for i in range(40)]
+    for i, note in enumerate(notes[1:], 1):
+        note.links = [Link(target=f"n{j}", reason="r") for j in rng.choice(i, size=min(i, 3), replace=False)]
+    tm.apply(ChangeSet(upserts=[(n, _vec(i)) for i, n in enumerate(notes)]))
+    tm.adopt(tm.pack())  # the backlinks now come from packed CSR, the overlay empty
+    assert tm.backlinks == {}
+    later = [_note(i, links=[Link(target=f"n{j}", reason="r") for j in (0, 5, i - 1)]) for i in range(40, 50)]
+    notes[7].links = [Link(target="n2", reason="moved")]  # an edit: n7 leaves its old targets' lists
+    tm.apply(ChangeSet(upserts=[(n, _vec(i)) for i, n in enumerate([*later, notes[7]], 40)]))
+    tm.apply(ChangeSet(deletes=["n5", "n44"]))
+    assert tm.backlinks  # edited targets are in the overlay
+    p = tm.pack()
+    n = tm.index.num_slots
+    assert len(p.backlink_offsets) == n + 1
+    for s in range(n):
+        got = p.backlink_slots[p.backlink_offsets[s] : p.backlink_offsets[s + 1]].tolist()
+        assert got == tm.backlinks_of(s), s

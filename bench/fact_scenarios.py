@@ -32,6 +32,8 @@ FIFTH = Path(__file__).with_name("fact_scenarios_fifth.json")
 """A fifth (split "fifth"), written while the pair judge was trained, scored once after it was frozen."""
 SIXTH = Path(__file__).with_name("fact_scenarios_sixth.json")
 """A sixth (split "sixth"), written after the judge (v7) was scored, first read by v8 (the restatement gate)."""
+SEVENTH = Path(__file__).with_name("fact_scenarios_seventh.json")
+"""A seventh (split "seventh"), written after v8 was frozen, first read by v8."""
 
 
 @dataclass(frozen=True, slots=True)

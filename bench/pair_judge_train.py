@@ -20,7 +20,6 @@ import argparse
 import functools
 import json
 import random
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from bench.common import RESULTS, table, write_json
 from engine.annotate.facts.decision import Statement, decide, similarity
@@ -107,44 +107,46 @@ def train(rows: Sequence[dict[str, Any]], epochs: int = EPOCHS) -> dict[str, tor
     config, tok, base = minilm._load("cpu")
     adapters = _initial(base, config.layers)
     head = {"head.weight": torch.zeros(1, config.hidden), "head.bias": torch.zeros(1)}
+    steps = epochs * -(-len(rows) // BATCH)
+    opt, schedule = _optimiser(adapters, head, steps)
+    weights, pooled_head = adapted(base, adapters, SCALE), (head["head.weight"], head["head.bias"])
+    encoded = [tok.encode(r["old"], r["new"]) for r in rows]
+    labels = torch.tensor([float(r["label"]) for r in rows])
+    order, rng = list(range(len(rows))), random.Random(SEED)
+    with tqdm(total=steps, unit="batch", desc="training", smoothing=0.1) as bar:
+        for epoch in range(epochs):
+            rng.shuffle(order)
+            for at in range(0, len(order), BATCH):
+                picked = order[at : at + BATCH]
+                batch = pair_batch([encoded[i] for i in picked])
+                loss = F.binary_cross_entropy_with_logits(
+                    pair_logits(weights, config, pooled_head, *batch), labels[picked]
+                )
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_([*adapters.values(), *head.values()], 1.0)
+                opt.step()
+                schedule.step()
+                bar.update()
+                bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.3f}")
+    return {k: v.detach().clone() for k, v in (adapters | head).items()}
+
+
+def _optimiser(
+    adapters: dict[str, torch.Tensor], head: dict[str, torch.Tensor], steps: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """AdamW over the adapters and the head (each its own rate), warmed up over WARMUP of the steps, then
+    falling linearly to zero."""
     for t in [*adapters.values(), *head.values()]:
         t.requires_grad_(True)
     opt = torch.optim.AdamW(
         [{"params": list(adapters.values()), "lr": LR}, {"params": list(head.values()), "lr": HEAD_LR}],
         weight_decay=0.01,
     )
-    encoded = [tok.encode(r["old"], r["new"]) for r in rows]
-    labels = torch.tensor([float(r["label"]) for r in rows])
-    order, rng = list(range(len(rows))), random.Random(SEED)
-    weights = adapted(base, adapters, SCALE)
-    steps = epochs * -(-len(rows) // BATCH)
     warm = max(1, int(steps * WARMUP))
-    sched = torch.optim.lr_scheduler.LambdaLR(
+    return opt, torch.optim.lr_scheduler.LambdaLR(
         opt, lambda i: min((i + 1) / warm, max(0.0, (steps - i) / (steps - warm)))
     )
-    for epoch in range(epochs):
-        rng.shuffle(order)
-        started, total = time.perf_counter(), 0.0
-        for at in range(0, len(order), BATCH):
-            picked = order[at : at + BATCH]
-            logits = pair_logits(
-                weights,
-                config,
-                (head["head.weight"], head["head.bias"]),
-                *pair_batch([encoded[i] for i in picked]),
-            )
-            loss = F.binary_cross_entropy_with_logits(logits, labels[picked])
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_([*adapters.values(), *head.values()], 1.0)
-            opt.step()
-            sched.step()
-            total += loss.item() * len(picked)
-        print(
-            f"epoch {epoch + 1}/{epochs}: loss {total / len(rows):.4f} ({time.perf_counter() - started:.0f} s)",
-            flush=True,
-        )
-    return {k: v.detach().clone() for k, v in (adapters | head).items()}
 
 
 def _initial(base: Mapping[str, torch.Tensor], layers: int) -> dict[str, torch.Tensor]:

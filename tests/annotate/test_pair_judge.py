@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.annotate.facts.pair_judge import PairJudge, adapted, pair_judge
+from engine.annotate.facts.pair_judge import ADAPTERS, PairJudge, adapted, load_judge, pair_judge
 from engine.errors import ConfigError
 
 PAIRS = [
@@ -53,6 +53,18 @@ def test_a_file_that_is_not_an_adapter_file_is_refused(tmp_path: Path, judge: Pa
     save_file({"w": torch.zeros(2)}, str(path), metadata={"scale": "2.0"})
     with pytest.raises(ConfigError, match="not a pair-judge adapter file"):
         PairJudge(path)
+
+
+def test_a_damaged_or_missing_adapter_file_turns_the_judge_off_with_a_warning(
+    tmp_path: Path, judge: PairJudge, caplog: pytest.LogCaptureFixture
+) -> None:
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(ADAPTERS.read_bytes()[:1000])
+    for path in (damaged, tmp_path / "missing.safetensors"):
+        caplog.clear()
+        assert load_judge(path) is None
+        assert f"pair judge off, the rules decide every pair: {path}" in caplog.text
+    assert load_judge(ADAPTERS) is not None
 
 
 def test_the_training_negatives_retire_nothing_and_pair_other_attributes() -> None:

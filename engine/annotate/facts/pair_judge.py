@@ -12,17 +12,20 @@ and peft would be two large dependencies for a merge and a head.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
+from tokenizers import Encoding
 
 from engine.encode import minilm
 from engine.errors import ConfigError
 
-__all__ = ["ADAPTERS", "PairJudge", "adapted", "pair_batch", "pair_judge", "pair_logits"]
+__all__ = ["ADAPTERS", "PairJudge", "adapted", "load_judge", "pair_batch", "pair_judge", "pair_logits"]
 
+log = logging.getLogger(__name__)
 ADAPTERS = Path(__file__).with_name("pair_judge.safetensors")
 MAX_TOKENS = 128
 """Both statements together: the decision asks the judge only about short statements."""
@@ -81,9 +84,9 @@ def adapted(
     return _Adapted(base, adapters, scale)
 
 
-def pair_batch(encoded: Sequence[object]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def pair_batch(encoded: Sequence[Encoding]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Token ids, segment ids and the attention mask of encoded pairs, padded to the longest (<= MAX_TOKENS)."""
-    rows = [(e.ids[:MAX_TOKENS], e.type_ids[:MAX_TOKENS]) for e in encoded]  # type: ignore[attr-defined]
+    rows = [(e.ids[:MAX_TOKENS], e.type_ids[:MAX_TOKENS]) for e in encoded]
     longest = max(len(ids) for ids, _ in rows)
     ids = torch.zeros((len(rows), longest), dtype=torch.long)
     types = torch.zeros_like(ids)
@@ -108,8 +111,21 @@ def pair_logits(
 
 @functools.cache
 def pair_judge() -> PairJudge | None:
-    """The judge, loaded on first use; None without the MiniLM package or the adapter file."""
+    """The shipped judge, loaded on first use (see `load_judge`)."""
+    return load_judge(ADAPTERS)
+
+
+def load_judge(path: Path) -> PairJudge | None:
+    """The judge of an adapter file; None (decision step 5 off, the rules decide every pair) without the
+    MiniLM package, or with a missing or unreadable file, which is logged."""
+    from safetensors import SafetensorError
+
     try:
-        return PairJudge()
-    except (ConfigError, OSError):
+        minilm.model_dir()
+    except ConfigError:
+        return None  # the MiniLM package is optional, as for the sentence step
+    try:
+        return PairJudge(path)
+    except (ConfigError, OSError, SafetensorError) as exc:
+        log.warning("pair judge off, the rules decide every pair: %s: %s", path, exc)
         return None

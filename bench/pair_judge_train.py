@@ -104,7 +104,7 @@ def load_chat(path: Path = CHAT) -> list[str]:
 def train(rows: Sequence[dict[str, Any]], epochs: int = EPOCHS) -> dict[str, torch.Tensor]:
     """Adapters and head trained on the pairs (logistic loss); the base weights stay frozen."""
     torch.manual_seed(SEED)
-    config, tok, base = minilm._load("cpu")
+    config, tok, base = minilm.load_shared("cpu")
     adapters = _initial(base, config.layers)
     head = {"head.weight": torch.zeros(1, config.hidden), "head.bias": torch.zeros(1)}
     steps = epochs * -(-len(rows) // BATCH)

@@ -66,7 +66,7 @@ class MiniLMEncoder:
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        self._config, self._tokenizer, self._weights = _load(str(self.device))
+        self._config, self._tokenizer, self._weights = load_shared(str(self.device))
         self.dim = self._config.hidden
 
     def close(self) -> None:
@@ -169,8 +169,9 @@ def model_dir() -> Path:
 
 
 @functools.cache
-def _load(device: str) -> tuple[BertConfig, Tokenizer, Weights]:
-    """Shared per device: encoders built for the same device reuse one copy of the weights."""
+def load_shared(device: str) -> tuple[BertConfig, Tokenizer, Weights]:
+    """Config, tokenizer and weights, shared per device: the encoders and the pair judge
+    (engine.annotate.facts.pair_judge) built for one device reuse one copy of the weights."""
     from safetensors.torch import load_file
 
     path = model_dir()

@@ -37,7 +37,7 @@ class PairJudge:
     def __init__(self, path: Path = ADAPTERS) -> None:
         from safetensors import safe_open
 
-        self._config, self._tokenizer, base = minilm._load("cpu")
+        self._config, self._tokenizer, base = minilm.load_shared("cpu")
         with safe_open(str(path), framework="pt") as f:
             tensors = {k: f.get_tensor(k).float() for k in f.keys()}  # noqa: SIM118 (not a dict)
             scale = float((f.metadata() or {}).get("scale", "0") or 0)

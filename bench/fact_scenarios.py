@@ -34,6 +34,8 @@ SIXTH = Path(__file__).with_name("fact_scenarios_sixth.json")
 """A sixth (split "sixth"), written after the judge (v7) was scored, first read by v8 (the restatement gate)."""
 SEVENTH = Path(__file__).with_name("fact_scenarios_seventh.json")
 """A seventh (split "seventh"), written after v8 was frozen, first read by v8."""
+EIGHTH = Path(__file__).with_name("fact_scenarios_eighth.json")
+"""An eighth (split "eighth"), written after the seventh was scored, first read by v8."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,12 @@ being true, and nothing else?
     python -m bench.facts --split fifth            # a fifth, scored once after the pair judge was frozen
     python -m bench.facts --split sixth            # a sixth, scored once after v8 was frozen
     python -m bench.facts --split seventh          # a seventh, written after v8 was frozen
+    python -m bench.facts --split eighth           # an eighth, written after the seventh was scored
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
 
 Sets: old92 (bench/fact_scenarios.py), the blind set (bench/fact_scenarios_blind.json, dev/heldout), and
-six later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh).
+seven later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth).
 
 Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t1), then the new statement
 (t2); the scenario's question is asked now and as of the midpoint of t1 and t2.
@@ -36,6 +37,7 @@ from typing import Any
 
 from bench.common import table, write_json
 from bench.fact_scenarios import (
+    EIGHTH,
     FIFTH,
     FOURTH,
     FRESH,
@@ -54,7 +56,15 @@ from engine.annotate.facts.sentence import sentence_encoder
 from engine.encode import Encoder, WordLlamaEncoder
 
 RETIRING = ("supersede",)
-LATER = {"fresh": FRESH, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "sixth": SIXTH, "seventh": SEVENTH}
+LATER = {
+    "fresh": FRESH,
+    "third": THIRD,
+    "fourth": FOURTH,
+    "fifth": FIFTH,
+    "sixth": SIXTH,
+    "seventh": SEVENTH,
+    "eighth": EIGHTH,
+}
 """The blind sets written after the first, each scored once by the version frozen before it was read."""
 
 

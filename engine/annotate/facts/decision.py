@@ -36,20 +36,30 @@ true fact from default search.
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
 
 import engine.annotate.facts.cues as cues
 import engine.annotate.facts.occasions as occasions
+from engine.annotate.facts.attribute import (
+    HIGH,
+    LOW,
+    SENTENCE,
+    Similarity,
+    close_sentences,
+    masked_parts,
+    resolve,
+    same_attribute,
+    says,
+    similarity,
+)
 from engine.annotate.facts.rules import frame_attribute, frame_distinct
 from engine.annotate.facts.rules import supersedes as frame_supersedes
 
 __all__ = [
     "HIGH",
+    "JUDGE",
     "LOW",
+    "SENTENCE",
     "Decision",
     "Similarity",
     "Statement",
@@ -57,38 +67,19 @@ __all__ = [
     "decide",
     "is_fixed",
     "masked",
+    "masked_parts",
     "similarity",
 ]
 
 MAX_WORDS = 25
 """Beyond this the general path stays out: a long chat turn touches many topics, so a shared word or a
 close embedding is coincidence more often than one attribute (the frame lexicon still reads such turns)."""
-HIGH = 0.50
-"""Masked-statement cosine (WordLlama) at which two statements address the same attribute on their own."""
-LOW = 0.30
-"""Cosine at which a shared content word (a head noun or verb) makes the attribute the same."""
-FLOOR = 0.15
-"""Cosine at which a shared content word and an explicit change cue ('these days', 'instead') agree."""
-MID = 0.40
-"""Cosine at which statements whose value was replaced (a number by a number, a name by a name) agree."""
-SENTENCE = 0.50
-"""MiniLM (all-MiniLM-L6-v2) masked-statement cosine at which statements sharing no word address one
-attribute, given an explicit change cue and an old statement of the speaker's own. Chosen by 5-fold
-cross-validation, grouped by attribute, on bench/fact_pairs_train.jsonl and the bench's filler chit-chat
-(docs/facts.md, v5): 0.50 in four folds of five."""
 JUDGE = 0.98
 """Pair-judge probability (engine.annotate.facts.pair_judge) at which it retires a fact the rules kept.
 Chosen on pairs the judge was not trained on (`python -m bench.pair_judge_train --validate
 bench/fact_pairs_health.jsonl`, docs/facts.md): 0.98 found 22 of 190 updates there beyond the rules'
 75 and retired 3 of 1,132 true facts beyond their 17; 0.95 found 12 more than 0.98 and retired 8 more."""
-SENTENCE_WORDS = 20
-"""The sentence step reads statements up to this long: a long turn's closeness is more often chit-chat."""
-
 masked = cues.masked
-Similarity = float | Callable[[], float | None] | None
-"""The masked-statement cosine, or a function computing it: asked for only when no guard has decided, so
-the encoder runs for the pairs that reach the attribute test (most pairs of a chat stop at a guard)."""
-_CLAUSE = re.compile(r"(?<=[.!?;:])\s+|,\s+|\s+(?:and|but|so|because|since)\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +132,8 @@ def decide(
         return Decision.keep(f"different attributes (frame) {distinct}")
     if len(old_text.split()) > MAX_WORDS or len(new_text.split()) > MAX_WORDS:
         return Decision.keep(f"longer than {MAX_WORDS} words and not read by the lexicon")
-    sim = _resolve(similarity)
-    attribute = _same_attribute(old_text, new_text, sim) or _close_sentences(old_text, new_text, sentence)
+    sim = resolve(similarity)
+    attribute = same_attribute(old_text, new_text, sim) or close_sentences(old_text, new_text, sentence)
     if attribute is None:
         return _judged(judge, old_text, new_text) or Decision.keep("no shared attribute")
     change = _change(old_text, new_text)
@@ -159,7 +150,7 @@ def _judged(judge: Similarity, old_text: str, new_text: str) -> Decision | None:
     the new statement names every value of the old one (step 4's restatement: 'kept us at 950')."""
     if judge is None or not cues.speaker_owned(old_text) or _restated(old_text, new_text):
         return None
-    p = _resolve(judge)
+    p = resolve(judge)
     if p is None or p < JUDGE:
         return None
     return Decision(True, f"superseded: the pair judge reads a change ({p:.2f})", attribute="pair judge")
@@ -167,7 +158,7 @@ def _judged(judge: Similarity, old_text: str, new_text: str) -> Decision | None:
 
 def _restated(old_text: str, new_text: str) -> bool:
     old_values = cues.values(old_text)
-    return bool(old_values) and all(_says(new_text, v) for v in old_values)
+    return bool(old_values) and all(says(new_text, v) for v in old_values)
 
 
 def confirm(old: Statement, new: Statement, similarity: Similarity, claim: str) -> Decision:
@@ -180,7 +171,7 @@ def confirm(old: Statement, new: Statement, similarity: Similarity, claim: str) 
     if guard is not None:
         return Decision.keep(f"{guard.reason.removeprefix('kept: ')} (overruled: {claim})")
     frame = frame_supersedes(old_text, old.speaker, new_text, new.speaker)
-    attribute = frame.split(":")[0] if frame else _same_attribute(old_text, new_text, _resolve(similarity))
+    attribute = frame.split(":")[0] if frame else same_attribute(old_text, new_text, resolve(similarity))
     if attribute is None:
         return Decision.keep(f"no shared attribute (overruled: {claim})")
     return Decision(True, f"superseded: same attribute '{attribute}', {claim}", attribute=attribute)
@@ -247,62 +238,11 @@ def _guard_cue(new_text: str) -> str | None:
 
 def _names_party(old_text: str, new_text: str) -> bool:
     """The new statement names the party the old one was about ('my boyfriend Marco' / 'Marco and I')."""
-    return any(_says(new_text, name) for name in cues.party_names(old_text))
-
-
-def _resolve(similarity: Similarity) -> float | None:
-    return similarity() if callable(similarity) else similarity
+    return any(says(new_text, name) for name in cues.party_names(old_text))
 
 
 def _other_speaker(a: str | None, b: str | None) -> bool:
     return bool(a and b and a.strip().lower() != b.strip().lower())
-
-
-def _same_attribute(old_text: str, new_text: str, similarity: float | None) -> str | None:
-    """The attribute both address: a shared head word, the old value named with a change, or close wording."""
-    old_words, new_words = cues.content_stems(old_text), cues.content_stems(new_text)
-    old_values, new_values = cues.values(old_text), cues.values(new_text)
-    value_words = {w for v in old_values | new_values for w in v.split()}
-    shared = sorted(
-        old_words[s] for s in old_words.keys() & new_words.keys() if old_words[s] not in value_words
-    )
-    sim = -1.0 if similarity is None else similarity
-    owned = sorted(old_words.get(s, s) for s in cues.possessed(old_text) & cues.possessed(new_text))
-    if owned:
-        return f"my {owned[0]}"
-    strong = cues.first_match(cues.REPLACEMENT, new_text) or cues.first_match(cues.CHANGE, new_text)
-    if shared and (sim >= LOW or strong and sim >= FLOOR):
-        return ", ".join(shared[:3])
-    if strong in cues.REPLACING and (
-        slot := sorted(occasions.time_slots(old_text) & occasions.time_slots(new_text))
-    ):
-        return f"the same time slot '{slot[0]}'"  # 'my Saturdays at the shelter instead' / '... on Saturdays'
-    if sim >= MID and _value_replaced(old_values, new_values):
-        return f"a value replaced in similar statements ({sim:.2f})"
-    named = sorted(v for v in old_values if not v[:1].isdigit() and _says(new_text, v))
-    if named and (cues.first_match(cues.ENDING, new_text) or cues.first_match(cues.CHANGE, new_text)):
-        return f"old value '{named[0]}' named"
-    if sim >= HIGH:
-        return f"similar statements ({sim:.2f})"
-    return None
-
-
-def _close_sentences(old_text: str, new_text: str, sentence: Similarity) -> str | None:
-    """No shared word, but the new statement says something changed and a sentence encoder finds the two
-    close: 'I'm with Geico' / 'switched car insurance to Progressive'. Only for the speaker's own short
-    statements: a change cue alone is common in chat ('now'), and a habit ('these days') is no change."""
-    new_masked = masked(new_text)
-    cue = next((c for p in _CUES if (c := cues.first_match(p, new_masked))), None)
-    if cue is None or cue in _HABITUAL or sentence is None or not cues.speaker_owned(old_text):
-        return None
-    if max(len(old_text.split()), len(new_text.split())) > SENTENCE_WORDS:
-        return None
-    close = _resolve(sentence)
-    return f"close sentences ({close:.2f}) with a change cue '{cue}'" if close and close >= SENTENCE else None
-
-
-_CUES = (cues.CHANGE, cues.ENDING, cues.RETURN)
-_HABITUAL = frozenset(("these days", "nowadays"))
 
 
 def _ends_old_thing(old_text: str, new_text: str, cue: str) -> bool:
@@ -319,41 +259,9 @@ def _ended_before(old_text: str, new_text: str, cue: str) -> bool:
     return bool((cues.content_stems(before).keys() | set(before.split())) & old_words)
 
 
-def _says(text: str, value: str) -> bool:
-    """The text names the value, wherever it stands ('Acme pays me' names 'acme')."""
-    return bool(_value_pattern(value).search(text))
-
-
-@functools.lru_cache(maxsize=cues.CACHE)
-def _value_pattern(value: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", re.I)
-
-
-def _value_replaced(old_values: frozenset[str], new_values: frozenset[str]) -> bool:
-    """A number gave way to a number, or a name to a name: the same slot with another filler."""
-    old_num, new_num = {v for v in old_values if v[:1].isdigit()}, {v for v in new_values if v[:1].isdigit()}
-    if old_num - new_num and new_num - old_num:
-        return True
-    old_names, new_names = old_values - old_num, new_values - new_num
-    return bool(old_names - new_names and new_names - old_names)
-
-
-def similarity(encode: Callable[[list[str]], np.ndarray], old_text: str, new_text: str) -> float:
-    """Cosine of the masked statements: the whole new one or its closest clause, whichever is closer."""
-    vecs = encode([masked(old_text), *masked_parts(new_text)])
-    return float((vecs[1:] @ vecs[0]).max())
-
-
-@functools.lru_cache(maxsize=cues.CACHE)
-def masked_parts(new_text: str) -> tuple[str, ...]:
-    """The masked new statement and its masked clauses (of two words or more), each once."""
-    parts = [new_text] + [c for c in _CLAUSE.split(new_text) if len(c.split()) > 1]
-    return tuple(masked(p) for p in dict.fromkeys(parts))
-
-
 def _change(old_text: str, new_text: str) -> str | None:
     old_values, new_values = cues.values(old_text), cues.values(new_text)
-    kept = {v for v in old_values if _says(new_text, v)}
+    kept = {v for v in old_values if says(new_text, v)}
     said, new_text = new_text, masked(new_text)  # a cue inside a name ('New York') is no cue
     if ending := cues.first_match(cues.ENDING, new_text):
         return _ending(old_text, said, ending, bool(kept or not old_values or not new_values))

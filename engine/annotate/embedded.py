@@ -140,14 +140,14 @@ class EmbeddedAnnotator:
 
     def _probe(self, requests: Sequence[LinkRequest], probe: _Probe) -> None:
         for req in requests:
-            for rank, cand in enumerate(sorted(req.candidates, key=lambda c: -c.score)):
-                self._decide(cand.note, req.note, probe, cand.fixed, rank < JUDGE_TOP)
+            for cand, judged in _closest_first(req):
+                self._decide(cand.note, req.note, probe, cand.fixed, judged)
 
     def _judge(self, req: LinkRequest) -> list[LinkChoice]:
         new_kw = _stems(req.note.keywords)
         chosen = []
-        for rank, cand in enumerate(sorted(req.candidates, key=lambda c: -c.score)):
-            reason = self._link_reason(req.note, new_kw, cand, rank < JUDGE_TOP)
+        for cand, judged in _closest_first(req):
+            reason = self._link_reason(req.note, new_kw, cand, judged)
             if reason:
                 chosen.append(LinkChoice(target=cand.note.id, reason=reason))
         return chosen[: self.config.write.max_links]
@@ -314,6 +314,13 @@ class _Probe:
 
     texts: list[str] | None
     pairs: list[tuple[str, str]]
+
+
+def _closest_first(req: LinkRequest) -> list[tuple[Candidate, bool]]:
+    """The candidates, closest first, each with whether the pair judge may read it (the JUDGE_TOP closest):
+    the probe and the link stage must ask the same pairs."""
+    ranked = sorted(req.candidates, key=lambda c: -c.score)
+    return [(cand, rank < JUDGE_TOP) for rank, cand in enumerate(ranked)]
 
 
 def _stems(words: Sequence[str]) -> dict[str, str]:

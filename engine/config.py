@@ -194,6 +194,10 @@ class RecallConfig:
     x their all-MiniLM-L6-v2 similarity to the query (min-max over them). Costs a transformer forward
     per query plus one per uncached candidate: see docs/recall.md's encoder table."""
     rescore_depth: int = 50
+    center_queries: float = 1.0
+    """Share of the tenant's mean vector taken from the query before the dense search (hubness
+    reduction: the dense score becomes `(q - a * mean) . d`, so notes close to everything, such as
+    chit-chat, lose their edge over specific ones); 0 turns it off. engine.recall.search, docs/recall.md."""
     successor_weight: float = 1.0
     """A retired note that matches a "now" search hands this share of its score to the note that replaced
     it (engine.recall.successors); 0 turns it off."""
@@ -207,8 +211,10 @@ class RecallConfig:
             raise ConfigError(f"fusion must be 'minmax', 'rrf' or 'zscore', got {self.fusion!r}")
         if self.neighbour_window < 1:
             raise ConfigError("neighbour_window must be >= 1")
-        if self.rescore_weight < 0 or self.rescore_depth < 0 or self.successor_weight < 0:
-            raise ConfigError("rescore_weight, rescore_depth and successor_weight must be >= 0")
+        if min(self.rescore_weight, self.rescore_depth, self.successor_weight, self.center_queries) < 0:
+            raise ConfigError(
+                "rescore_weight, rescore_depth, successor_weight and center_queries must be >= 0"
+            )
 
 
 @dataclass(slots=True, frozen=True)

@@ -41,6 +41,10 @@ def _lexical_pool() -> ThreadPoolExecutor:
     return _POOL[1]
 
 
+MEAN_EXACT_SLOTS = 4096
+"""Up to this many slots the query is centred on the mean of the notes it may see (~0.15 ms at 4,096)."""
+
+
 @dataclass(slots=True)
 class Recipe:
     """How one search runs: Config gives the defaults (`from_config`), callers override per query."""
@@ -130,12 +134,34 @@ def fuse(
         pending = _lexical_pool().submit(
             lambda: [lexical_scores(tm, i, mask, levers.prf_weight, levers.prf_content_seeds) for i in infos]
         )
+    if levers.center_queries > 0:
+        query_vecs = centred(query_vecs, _mean_seen(tm, mask), levers.center_queries)
     dense = tm.index.search(query_vecs, depth, mask)
     lexicals = pending.result() if pending is not None else [None] * len(infos)
     out = []
     for vec, info, dense_hits, lexical in zip(query_vecs, infos, dense, lexicals, strict=True):
         out.append(_rank(tm, view, info, vec, dense_hits, lexical, mask, recipe, depth))
     return out
+
+
+def _mean_seen(tm: TenantMemory, mask: np.ndarray) -> np.ndarray:
+    """Mean vector of the notes a search sees: exact on a small tenant, where the few notes a mask hides
+    (the update itself, for an `as_of` question) would move it; past MEAN_EXACT_SLOTS the index's kept
+    mean of every live note, which the hidden share barely moves and which costs nothing to read."""
+    if tm.index.num_slots > MEAN_EXACT_SLOTS:
+        return tm.index.centroid()
+    return tm.index.mean_of(mask)
+
+
+def centred(query_vecs: np.ndarray, mean: np.ndarray, share: float) -> np.ndarray:
+    """The queries less `share` x the tenant's mean vector, unit length again (a query that is the mean
+    itself stays as it was). Ranking by `(q - a * mean) . d` favours notes that match this query more
+    than they match the tenant at large: WordLlama places short chit-chat near every question."""
+    if len(query_vecs) == 0:
+        return query_vecs
+    out = query_vecs - np.float32(share) * mean[None, :]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.where(norms > 1e-6, out / np.maximum(norms, 1e-6), query_vecs).astype(np.float32)
 
 
 def _rank(

@@ -57,6 +57,8 @@ class VectorIndex:
         """Rows the HNSW store takes without moving (`make_room`)."""
         self._roomy: faiss.Index | None = None
         """A copy of the store with more room, taken by the next write (`_take_room`)."""
+        self._sum: np.ndarray | None = None
+        """Sum of the live rows (float64), kept from the first `centroid()` on; None until then."""
         device = torch_device or ("cuda" if use_cuda else None)
         self._gpu = TorchMirror(dim, device) if device else None
 
@@ -121,6 +123,8 @@ class VectorIndex:
     def _write(self, slot: int, note_id: str, vec: np.ndarray, reused: bool) -> None:
         if self.tier == ann.ANN and (reused or float(self._view[slot] @ vec) < _DRIFT_COSINE):
             self._stale.add(slot)  # its graph edges were chosen for another place
+        if self._sum is not None:
+            self._sum += vec - self._view[slot]  # a freed slot's row is zero
         self._view[slot] = vec
         self._claim(slot, note_id)
 
@@ -136,6 +140,8 @@ class VectorIndex:
         first = len(self.ids)
         self.ids.extend([None] * len(block))
         self.live = np.concatenate([self.live, np.zeros(len(block), dtype=bool)])
+        if self._sum is not None:
+            self._sum += block.sum(axis=0, dtype=np.float64)
         if self._gpu:
             self._gpu.append(block)
         if self.tier == ann.ANN:
@@ -159,6 +165,8 @@ class VectorIndex:
             slot = self.slot_of.pop(note_id, None)
             if slot is None:
                 continue
+            if self._sum is not None:
+                self._sum -= self._view[slot]
             self._view[slot] = 0.0
             self.ids[slot] = None
             self.live[slot] = False
@@ -192,6 +200,28 @@ class VectorIndex:
         self._stale = set()
 
     # --- reads ----------------------------------------------------------------
+    def centroid(self) -> np.ndarray:
+        """Mean of the live rows (zeros when empty). Summed once (~0.1 s a million rows), then kept by
+        every write; removed rows are zero, so the sum over all rows is the sum over the live ones. Once
+        kept, reading it does not wait for a background graph insert (a search does not either)."""
+        if self._sum is None:
+            self._settle()
+            total = np.zeros(self.dim, dtype=np.float64)
+            for start in range(0, self.num_slots, _SUM_ROWS):  # float64 in chunks, not a whole copy
+                total += self._view[start : start + _SUM_ROWS].sum(axis=0, dtype=np.float64)
+            self._sum = total
+        return (self._sum / max(1, len(self))).astype(np.float32)
+
+    def mean_of(self, mask: np.ndarray) -> np.ndarray:
+        """Mean of the rows `mask` allows: one pass over every row, for small indexes (`centroid` for big)."""
+        allowed = mask[: self.num_slots]
+        count = int(allowed.sum())
+        if not count:
+            return np.zeros(self.dim, dtype=np.float32)
+        if self._adds.running:  # rows are still joining the graph: read them as a search does
+            return self.vectors(np.flatnonzero(allowed)).mean(axis=0)
+        return (allowed.astype(np.float32) @ self._view[: self.num_slots]) / np.float32(count)
+
     def vector(self, note_id: str) -> np.ndarray:
         self._settle()
         slot = self.slot_of.get(note_id)
@@ -327,6 +357,7 @@ class VectorIndex:
         return index
 
 
+_SUM_ROWS = 1 << 16
 _DRIFT_COSINE = 0.9
 """A row re-embedded to below this cosine with its old self counts as stale in the graph."""
 

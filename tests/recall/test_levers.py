@@ -24,6 +24,7 @@ PLAIN |= {
     "prf_weight": 0.0,
     "short_turn_penalty": 0.0,
     "hedged_penalty": 0.0,
+    "center_queries": 0.0,
 }
 
 
@@ -94,6 +95,24 @@ def test_hedged_penalty_prefers_the_asserted_fact_unless_asked_about_plans(encod
     assert _ranked(mem, plain)[0] == 1
     assert _ranked(_with(mem, hedged_penalty=0.5), plain)[0] == 0
     assert _ranked(mem, plans)[0] == _ranked(_with(mem, hedged_penalty=0.5), plans)[0] == 1
+
+
+def test_centred_queries_lift_the_fact_over_chit_chat_close_to_every_question(encoder) -> None:
+    chat = [
+        "Can you believe it's already the end of the month?",
+        "Does anyone know a good taco place around here?",
+        "The neighbours' dog was barking again last night.",
+        "Trying a new bread recipe this weekend.",
+        "Ugh, Mondays are the worst.",
+        "Did you catch the match yesterday? Unreal ending!",
+        "My tea went cold again, typical.",
+        "Saw a film about whales, so good.",
+    ]
+    fact = "I work out at the climbing gym on Fifth street."
+    mem = _memory(encoder, [("Ana", t, i) for i, t in enumerate([*chat, fact])], lexical_weight=0.0)
+    query = "Where does Ana work out?"
+    assert _ranked(mem, query, k=1) != [len(chat)]  # the raw cosine prefers a line of chit-chat
+    assert _ranked(_with(mem, center_queries=1.0), query, k=1) == [len(chat)]
 
 
 def test_neighbours_lift_the_answer_after_a_matching_question(encoder) -> None:

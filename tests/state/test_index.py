@@ -113,3 +113,23 @@ def test_a_single_query_runs_on_one_openmp_thread_and_restores_the_callers_setti
         assert faiss.omp_get_max_threads() == 3
     finally:
         faiss.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("min_notes", [10_000, 50])  # the exact tier; the graph tier with background adds
+def test_kept_mean_follows_adds_overwrites_and_removes(min_notes: int) -> None:
+    from engine.config import IndexConfig
+
+    rng = np.random.default_rng(7)
+    ix = VectorIndex(16, config=IndexConfig(ann_min_notes=min_notes))
+    ix.upsert([f"n{i}" for i in range(40)], _unit(rng, 40, 16))
+    ix.centroid()  # from here on the mean is kept, not summed again
+    ix.upsert([f"n{i}" for i in range(30, 120)], _unit(rng, 90, 16))  # 10 overwritten, 80 new
+    ix.remove([f"n{i}" for i in range(0, 120, 3)])
+    ix.upsert(["m0", "m1"], _unit(rng, 2, 16))  # into freed slots
+    ix.upsert(["p0", "p1", "p2"], _unit(rng, 3, 16))  # appended (into the graph in the background)
+    live = np.array([ix.vector(i) for i in ix.slot_of])
+    np.testing.assert_allclose(ix.centroid(), live.mean(axis=0), atol=1e-5)
+    mask = np.zeros(ix.num_slots, dtype=bool)
+    mask[[ix.slot_of["n1"], ix.slot_of["m0"]]] = True
+    np.testing.assert_allclose(ix.mean_of(mask), (ix.vector("n1") + ix.vector("m0")) / 2, atol=1e-6)
+    assert not ix.mean_of(np.zeros(ix.num_slots, dtype=bool)).any()

@@ -36,6 +36,10 @@ SEVENTH = Path(__file__).with_name("fact_scenarios_seventh.json")
 """A seventh (split "seventh"), written after v8 was frozen, first read by v8."""
 EIGHTH = Path(__file__).with_name("fact_scenarios_eighth.json")
 """An eighth (split "eighth"), written after the seventh was scored, first read by v8."""
+NINTH = Path(__file__).with_name("fact_scenarios_ninth.json")
+"""A ninth (split "ninth"), written after query centring (round 17) was frozen, first read by it."""
+TENTH = Path(__file__).with_name("fact_scenarios_tenth.json")
+"""A tenth (split "tenth"), written beside the ninth by another session, first read the same way."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,14 @@ being true, and nothing else?
     python -m bench.facts --split sixth            # a sixth, scored once after v8 was frozen
     python -m bench.facts --split seventh          # a seventh, written after v8 was frozen
     python -m bench.facts --split eighth           # an eighth, written after the seventh was scored
+    python -m bench.facts --split ninth            # a ninth and a tenth, written after query centring
+    python -m bench.facts --split tenth            #   was frozen (round 17)
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
 
 Sets: old92 (bench/fact_scenarios.py), the blind set (bench/fact_scenarios_blind.json, dev/heldout), and
-seven later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth).
+nine later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth,
+_ninth, _tenth).
 
 Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t1), then the new statement
 (t2); the scenario's question is asked now and as of the midpoint of t1 and t2.
@@ -42,9 +45,11 @@ from bench.fact_scenarios import (
     FOURTH,
     FRESH,
     KINDS,
+    NINTH,
     SCENARIOS,
     SEVENTH,
     SIXTH,
+    TENTH,
     THIRD,
     Scenario,
     fillers_for,
@@ -64,6 +69,8 @@ LATER = {
     "sixth": SIXTH,
     "seventh": SEVENTH,
     "eighth": EIGHTH,
+    "ninth": NINTH,
+    "tenth": TENTH,
 }
 """The blind sets written after the first, each scored once by the version frozen before it was read."""
 

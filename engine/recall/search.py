@@ -42,7 +42,8 @@ def _lexical_pool() -> ThreadPoolExecutor:
 
 
 MEAN_EXACT_SLOTS = 4096
-"""Up to this many slots the query is centred on the mean of the notes it may see (~0.15 ms at 4,096)."""
+"""Up to this many slots the query is centred on the mean of exactly the notes it may see (no measurable
+cost at 4,000 notes: p50 2.86 / 2.83 ms off / on); past it, on the mean of every live note (O(1))."""
 
 
 @dataclass(slots=True)

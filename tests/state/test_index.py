@@ -132,4 +132,8 @@ def test_kept_mean_follows_adds_overwrites_and_removes(min_notes: int) -> None:
     mask = np.zeros(ix.num_slots, dtype=bool)
     mask[[ix.slot_of["n1"], ix.slot_of["m0"]]] = True
     np.testing.assert_allclose(ix.mean_of(mask), (ix.vector("n1") + ix.vector("m0")) / 2, atol=1e-6)
+    mask = ix.live.copy()  # all but two: the kept sum less those two rows
+    mask[[ix.slot_of["n1"], ix.slot_of["m0"]]] = False
+    others = np.array([ix.vector(i) for i in ix.slot_of if i not in ("n1", "m0")])
+    np.testing.assert_allclose(ix.mean_of(mask), others.mean(axis=0), atol=1e-5)
     assert not ix.mean_of(np.zeros(ix.num_slots, dtype=bool)).any()

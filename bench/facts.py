@@ -14,6 +14,7 @@ being true, and nothing else?
     python -m bench.facts --split tenth            #   was frozen (round 17)
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
+    python -m bench.facts --split dev --bulk       # each scenario written in one batch (an import)
 
 Sets: old92 (bench/fact_scenarios.py), the blind set (bench/fact_scenarios_blind.json, dev/heldout), and
 nine later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth,
@@ -115,7 +116,9 @@ def rules_only(scenarios: Sequence[Scenario], judged: bool = True) -> list[dict[
 
 
 # --- the whole engine -----------------------------------------------------------------------
-def engine_case(mem: Any, s: Scenario, index: int) -> dict[str, Any]:
+def engine_case(mem: Any, s: Scenario, index: int, bulk: bool = False) -> dict[str, Any]:
+    """One scenario in its own tenant; `bulk`: the new statement arrives in the same write batch as the rest
+    (an imported chat log), not in a later one."""
     tenant = f"facts-{index:03d}"
     t1, t2 = datetime.fromisoformat(s.t1), datetime.fromisoformat(s.t2)
     fillers = fillers_for(index)
@@ -123,8 +126,13 @@ def engine_case(mem: Any, s: Scenario, index: int) -> dict[str, Any]:
         {"content": f, "timestamp": (t1 - timedelta(days=len(fillers) - j)).isoformat(), "speaker": s.speaker}
         for j, f in enumerate(fillers)
     ]
-    mem.add_many([*items, {"content": s.old, "timestamp": s.t1, "speaker": s.speaker}], tenant=tenant)
-    new_id = mem.add(s.new, tenant=tenant, timestamp=s.t2, speaker=s.speaker_of_new)
+    items.append({"content": s.old, "timestamp": s.t1, "speaker": s.speaker})
+    later = {"content": s.new, "timestamp": s.t2, "speaker": s.speaker_of_new}
+    if bulk:
+        new_id = mem.add_many([*items, later], tenant=tenant)[-1]
+    else:
+        mem.add_many(items, tenant=tenant)
+        new_id = mem.add_many([later], tenant=tenant)[0]
     as_of = (t1 + (t2 - t1) / 2).isoformat()
     now, now_all = (mem.search(s.query, tenant=tenant, k=k) for k in (5, 50))
     then, then_all = (mem.search(s.query, tenant=tenant, k=k, as_of=as_of) for k in (5, 50))
@@ -164,11 +172,13 @@ def _judge(
     return {"now_ok": now_ok, "as_of_ok": as_of_ok, "marked_ok": marked_ok, "false_sup": false_sup}
 
 
-def run_engine(scenarios: Sequence[Scenario], settings: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def run_engine(
+    scenarios: Sequence[Scenario], settings: dict[str, Any] | None = None, bulk: bool = False
+) -> list[dict[str, Any]]:
     from engine import Config, Memory
 
     with Memory(config=Config.of(**(settings or {}))) as mem:
-        return [engine_case(mem, s, i) for i, s in enumerate(scenarios)]
+        return [engine_case(mem, s, i, bulk) for i, s in enumerate(scenarios)]
 
 
 def diagnose(rule: dict[str, Any], row: dict[str, Any]) -> str:
@@ -204,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=("dev", "heldout", *LATER, "old92"), default="dev")
     ap.add_argument("--rules-only", action="store_true", help="evaluate the decision alone")
+    ap.add_argument("--bulk", action="store_true", help="each scenario's new statement in the same batch")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a Config.of override")
     args = ap.parse_args(argv)
     scenarios = scenarios_of(args.split)
@@ -219,8 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("rules alone\n" + table(payload["rules"], ["kind", "n", *rule_keys]))
     _print_failures(payload["rule_failures"], "reason")
     if not args.rules_only:
-        payload.update(_full_run(scenarios, rules, settings))
-    path = write_json(f"facts-{args.split}" + ("-rules" if args.rules_only else ""), payload)
+        payload.update(_full_run(scenarios, rules, settings, args.bulk))
+    suffix = "-rules" if args.rules_only else "-bulk" if args.bulk else ""
+    path = write_json(f"facts-{args.split}{suffix}", payload)
     print(f"\nwrote {path}")
     return 0
 
@@ -242,9 +254,9 @@ def _value(text: str) -> Any:
 
 
 def _full_run(
-    scenarios: list[Scenario], rules: list[dict[str, Any]], settings: dict[str, Any]
+    scenarios: list[Scenario], rules: list[dict[str, Any]], settings: dict[str, Any], bulk: bool
 ) -> dict[str, Any]:
-    rows = run_engine(scenarios, settings)
+    rows = run_engine(scenarios, settings, bulk)
     for rule, row in zip(rules, rows, strict=True):
         row["ok"] = row["now_ok"] and row["as_of_ok"] and row["marked_ok"]
         row["why"] = None if row["ok"] else diagnose(rule, row)

@@ -47,6 +47,23 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     return "\n".join([line, rule, *body])
 
 
+def overrides(pairs: list[str]) -> dict[str, Any]:
+    """`--set NAME=VALUE` flags as Config.of overrides: 'prf_weight=0' -> {'prf_weight': 0}; booleans and
+    numbers parsed ("10" stays an int: a depth or a count is used as an index), the rest kept as text."""
+    return {name: _value(text) for name, _, text in (pair.partition("=") for pair in pairs)}
+
+
+def _value(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bench.common import table, write_json
+from bench.common import overrides, table, write_json
 from bench.fact_scenarios import (
     EIGHTH,
     FIFTH,
@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a Config.of override")
     args = ap.parse_args(argv)
     scenarios = scenarios_of(args.split)
-    settings = _settings(args.set)
+    settings = overrides(args.set)
     rules = rules_only(scenarios, judged=settings.get("fact_judge", True))
     rule_keys = ["verdict_ok", "filler_ok", "rules_ok"]
     payload: dict[str, Any] = {
@@ -235,22 +235,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = write_json(f"facts-{args.split}{suffix}", payload)
     print(f"\nwrote {path}")
     return 0
-
-
-def _settings(pairs: Sequence[str]) -> dict[str, Any]:
-    """'prf_weight=0' -> {'prf_weight': 0.0}: booleans and numbers parsed, the rest kept as text."""
-    return {name: _value(text) for name, _, text in (pair.partition("=") for pair in pairs)}
-
-
-def _value(text: str) -> Any:
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    for kind in (int, float):  # "10" stays an int: a depth or a count is used as an index
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def _full_run(

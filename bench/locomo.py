@@ -1,6 +1,7 @@
 """Evidence recall@k on LoCoMo: amem vs plain BM25 in the same run, tuned vs held-out conversations.
 
     python -m bench.locomo [--split] [--variants] [--encoders] [--only tuned] [--encoder minilm]
+                           [--set NAME=VALUE ...]
 
 Each conversation is one tenant, one note per turn (bench.locomo_eval scores it). `--split` reports the
 tuned conversations (SPLIT["tuned"], the only ones levers were designed on) and the held-out ones apart.
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import LOCOMO, RESULTS, save_figure, table, write_json
+from bench.common import LOCOMO, RESULTS, overrides, save_figure, table, write_json
 from bench.locomo_eval import (
     KS,
     SHOWN,
@@ -91,6 +92,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--encoders", action="store_true", help="also ingest with MiniLM: the encoder table")
     ap.add_argument("--repeat", type=int, default=1, help="passes per variant; costs are the medians")
     ap.add_argument("--no-expand", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a Config.of override")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--name", default="locomo", help="results file name (bench/results/<name>.json)")
     return ap.parse_args()
@@ -122,7 +124,8 @@ def main() -> None:
     if args.only:
         turns = {t: v for t, v in turns.items() if split_of(t) == args.only}
         questions = [q for q in questions if split_of(q["tenant"]) == args.only]
-    config = Config.of(encoder=args.encoder, **({"expand_links": False} if args.no_expand else {}))
+    settings = {"expand_links": False} if args.no_expand else {}
+    config = Config.of(encoder=args.encoder, **(settings | overrides(args.set)))
     mem, ingest_s = ingest(config, turns, args.batch_size)
     cost = ingest_cost(args.encoder, turns, ingest_s)
     only = list(args.variant or []) if args.variants else list(ENCODER_ROWS)

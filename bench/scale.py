@@ -227,8 +227,11 @@ def remeasure(store: Path, size: int) -> list[dict[str, Any]]:
     as_of = chat(size, seed=11)[size // 2]["timestamp"]
     path, pythonpath = store / "one", os.environ.get("PYTHONPATH", "")
     mem = Memory(path)
+    base, base_anon = rss_mb(), anon_mb()  # the encoder is loaded, the tenant not yet opened
     mem.search("warm up", tenant="big", k=10)  # the first search maps the store's files in
-    row = {"shape": "one tenant (reopened)", "size": size, "notes": held(mem, "big")}
+    row = {"shape": "one tenant (reopened)", "size": size, "notes": (notes := held(mem, "big"))}
+    row["rss_kb_per_note"] = (rss_mb() - base) * 1024 / notes  # the open tenant, after one search
+    row["anon_kb_per_note"] = (anon_mb() - base_anon) * 1024 / notes
     row |= measure(mem, path, pythonpath, query_texts(QUERIES), as_of)
     print(json.dumps(row), flush=True)
     return [row]

@@ -58,7 +58,7 @@ class VectorIndex:
         self._roomy: faiss.Index | None = None
         """A copy of the store with more room, taken by the next write (`_take_room`)."""
         self._sum: np.ndarray | None = None
-        """Sum of the live rows (float64), kept from the first `centroid()` on; None until then."""
+        """Sum of the live rows (float64), kept by every write from the first `_total()` on; None until then."""
         device = torch_device or ("cuda" if use_cuda else None)
         self._gpu = TorchMirror(dim, device) if device else None
 

@@ -40,6 +40,11 @@ NINTH = Path(__file__).with_name("fact_scenarios_ninth.json")
 """A ninth (split "ninth"), written after query centring (round 17) was frozen, first read by it."""
 TENTH = Path(__file__).with_name("fact_scenarios_tenth.json")
 """A tenth (split "tenth"), written beside the ninth by another session, first read the same way."""
+ELEVENTH = Path(__file__).with_name("fact_scenarios_eleventh.json")
+"""An eleventh (split "eleventh"), written while round 18 (lower-case speakers, the event penalty, a judge
+that learned from the scored sets) was built, first read by it once frozen."""
+TWELFTH = Path(__file__).with_name("fact_scenarios_twelfth.json")
+"""A twelfth (split "twelfth"), written beside the eleventh by another session, first read the same way."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,17 +12,20 @@ being true, and nothing else?
     python -m bench.facts --split eighth           # an eighth, written after the seventh was scored
     python -m bench.facts --split ninth            # a ninth and a tenth, written after query centring
     python -m bench.facts --split tenth            #   was frozen (round 17)
+    python -m bench.facts --split eleventh         # an eleventh and a twelfth, written while round 18
+    python -m bench.facts --split twelfth          #   was built, first read once it was frozen
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
     python -m bench.facts --split dev --bulk       # each scenario written in one batch (an import)
 
 Sets: old92 (bench/fact_scenarios.py), the blind set (bench/fact_scenarios_blind.json, dev/heldout), and
-nine later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth,
-_ninth, _tenth).
+eleven later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth,
+_ninth, _tenth, _eleventh, _twelfth).
 
 Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t1), then the new statement
 (t2); the scenario's question is asked now and as of the midpoint of t1 and t2.
-- now_ok:    the top hit holds a `current` substring; for supersede the old note is absent (k=50).
+- now_ok:    the top hit holds a `current` substring (any case: writers typed values in lower case); for
+             supersede the old note is absent (k=50).
 - as_of_ok:  the top hit is the old note; the new note is absent (it did not exist yet).
 - marked_ok: supersede: the old note has invalid_at = t2 and superseded_by = the new note's id;
              other kinds: the old note is still current (nothing wrongly retired).
@@ -42,6 +45,7 @@ from typing import Any
 from bench.common import overrides, table, write_json
 from bench.fact_scenarios import (
     EIGHTH,
+    ELEVENTH,
     FIFTH,
     FOURTH,
     FRESH,
@@ -52,6 +56,7 @@ from bench.fact_scenarios import (
     SIXTH,
     TENTH,
     THIRD,
+    TWELFTH,
     Scenario,
     fillers_for,
     load_blind,
@@ -72,6 +77,8 @@ LATER = {
     "eighth": EIGHTH,
     "ninth": NINTH,
     "tenth": TENTH,
+    "eleventh": ELEVENTH,
+    "twelfth": TWELFTH,
 }
 """The blind sets written after the first, each scored once by the version frozen before it was read."""
 
@@ -162,7 +169,7 @@ def _judge(
     contents_now = {h.note.content for h in now_all}
     top_now = now[0].note.content if now else ""
     retires = s.kind in RETIRING
-    now_ok = any(c in top_now for c in s.current) and ((s.old not in contents_now) == retires)
+    now_ok = any(c.lower() in top_now.lower() for c in s.current) and ((s.old not in contents_now) == retires)
     as_of_ok = bool(then) and s.retired in then[0].note.content and all(h.note.id != new_id for h in then_all)
     if retires:
         marked_ok = old.invalid_at == t2 and old.superseded_by == new_id

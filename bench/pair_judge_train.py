@@ -2,11 +2,16 @@
 
     python -m bench.pair_judge_train                                   # train on every pair file, write the adapters
     python -m bench.pair_judge_train --validate bench/fact_pairs_health.jsonl   # train on the others, score that one
+    python -m bench.pair_judge_train --validate-sets ninth tenth                # hold out scenario sets, score them
 
 Pairs: bench/fact_pairs_*.jsonl, statement pairs written blind (from the format alone, never the rules):
 {"old", "new", "old_speaker", "new_speaker", "label", "kind", "attribute"}. The judge is MiniLM read as a
 cross-encoder with rank-8 adapters on every layer's attention and feed-forward matrices and a logistic head;
 everything else is frozen. Seeded: the same files give the same adapters on the same torch build.
+
+Scenario sets (bench/fact_scenarios*.json, SCENARIO_SETS) are pairs too once they have been scored: each was
+read first by the version frozen before it, and stays in the report as that version's figure. Sets written
+later are not in SCENARIO_SETS, so they still measure the judge.
 
 --validate reports, per threshold, what the decision with the judge finds on the held-out file beyond the
 rules alone (supersessions found, true facts wrongly retired, by kind); the threshold is then fixed in
@@ -52,6 +57,21 @@ ADAPTED = (
     "output.dense",
 )
 THRESHOLDS = (0.8, 0.9, 0.95, 0.98, 0.99)
+SCENARIO_SETS = (
+    "old92",
+    "dev",
+    "heldout",
+    "fresh",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+)
+"""The scenario sets already scored (round 18 froze this list before the eleventh and twelfth were read)."""
 
 
 def load_pairs(paths: Sequence[Path]) -> list[dict[str, Any]]:
@@ -63,6 +83,25 @@ def load_pairs(paths: Sequence[Path]) -> list[dict[str, Any]]:
                 raise ValueError(f"{path}:{line_no}: a pair needs old, new and label")
             rows.append(row)
     return rows
+
+
+def scenario_pairs(splits: Sequence[str]) -> list[dict[str, Any]]:
+    """The scenarios of these sets as statement pairs: a supersession retires, every other kind does not."""
+    from bench.facts import scenarios_of
+
+    return [
+        {
+            "old": s.old,
+            "new": s.new,
+            "old_speaker": s.speaker,
+            "new_speaker": s.speaker_of_new,
+            "label": s.kind == "supersede",
+            "kind": s.kind,
+            "attribute": s.name.split("-")[0],
+        }
+        for split in splits
+        for s in scenarios_of(split)
+    ]
 
 
 def negatives(rows: Sequence[dict[str, Any]], chat: Sequence[str], seed: int = SEED) -> list[dict[str, Any]]:
@@ -162,18 +201,17 @@ def _initial(base: Mapping[str, torch.Tensor], layers: int) -> dict[str, torch.T
     return out
 
 
-def save(tensors: dict[str, torch.Tensor], path: Path, files: Sequence[Path]) -> None:
+def save(tensors: dict[str, torch.Tensor], path: Path, sources: Sequence[str]) -> None:
     from safetensors.torch import save_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"scale": str(SCALE), "rank": str(RANK), "files": ",".join(f.name for f in files)}
+    meta = {"scale": str(SCALE), "rank": str(RANK), "files": ",".join(sources)}
     save_file({k: v.half().contiguous() for k, v in tensors.items()}, str(path), metadata=meta)
 
 
 # --- validation: the decision with the judge, on pairs the judge did not see -------------------------
-def validate(held: Path, judge: PairJudge, chat: Sequence[str]) -> dict[str, Any]:
-    rows = load_pairs([held])
-    rows += negatives(rows, chat, seed=SEED + 1)
+def validate(name: str, rows: list[dict[str, Any]], judge: PairJudge, chat: Sequence[str]) -> dict[str, Any]:
+    rows = rows + negatives(rows, chat, seed=SEED + 1)
     probs = judge.probabilities([(r["old"], r["new"]) for r in rows])
     enc, sentences = WordLlamaEncoder(), sentence_encoder()
     cases = [
@@ -186,7 +224,7 @@ def validate(held: Path, judge: PairJudge, chat: Sequence[str]) -> dict[str, Any
         }
         for r, p in zip(rows, probs, strict=True)
     ]
-    return {"file": held.name, "thresholds": [_at(cases, t) for t in THRESHOLDS], "rules": _at(cases, 2.0)}
+    return {"file": name, "thresholds": [_at(cases, t) for t in THRESHOLDS], "rules": _at(cases, 2.0)}
 
 
 def _decide(enc: Any, sentences: Any, r: dict[str, Any], judge: float | None) -> bool:
@@ -222,34 +260,46 @@ def _at(cases: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--validate", type=Path, help="a pair file to hold out and score")
+    ap.add_argument("--validate-sets", nargs="+", default=[], metavar="SET", help="scenario sets to hold out")
     ap.add_argument("--adapters", type=Path, help="with --validate: score this trained file, do not train")
     ap.add_argument("--out", type=Path, default=ADAPTERS)
     ap.add_argument("--epochs", type=int, default=EPOCHS)
     args = ap.parse_args()
+    held = args.validate is not None or bool(args.validate_sets)
     files = [p for p in PAIRS if args.validate is None or p.resolve() != args.validate.resolve()]
+    sets = [s for s in SCENARIO_SETS if s not in args.validate_sets]
     chat = load_chat()
-    held_chat = chat[len(chat) * 4 // 5 :]  # with --validate, the last fifth makes negatives for it alone
-    if args.validate is not None:
+    held_chat = chat[len(chat) * 4 // 5 :]  # when validating, the last fifth makes negatives for it alone
+    if held:
         chat = chat[: len(chat) * 4 // 5]
     if args.adapters is None:
-        tensors = train(_training_rows(files, chat), args.epochs)
-        if args.validate is None:
-            save(tensors, args.out, files)
+        tensors = train(_training_rows(files, sets, chat), args.epochs)
+        if not held:
+            save(tensors, args.out, [*(f.name for f in files), *sets])
             print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")
             return
         args.adapters = RESULTS / "pair_judge-validate.safetensors"
-        save(tensors, args.adapters, files)
-    if args.validate is None:
-        ap.error("--adapters needs --validate")
-    result = validate(args.validate, PairJudge(args.adapters), held_chat)
+        save(tensors, args.adapters, [*(f.name for f in files), *sets])
+    if not held:
+        ap.error("--adapters needs --validate or --validate-sets")
+    _report(args, PairJudge(args.adapters), held_chat)
+
+
+def _report(args: argparse.Namespace, judge: PairJudge, chat: Sequence[str]) -> None:
+    if args.validate is not None:
+        name, rows = args.validate.name, load_pairs([args.validate])
+    else:
+        name, rows = "+".join(args.validate_sets), scenario_pairs(args.validate_sets)
+    result = validate(name, rows, judge, chat)
     lines = [result["rules"] | {"threshold": "rules alone"}, *result["thresholds"]]
     print(table(lines, ["threshold", "found", "supersede", "false", "negatives", "false_by_kind"]))
     print(write_json("pair_judge-validate", result | {"adapters": str(args.adapters)}))
 
 
-def _training_rows(files: Sequence[Path], chat: Sequence[str]) -> list[dict[str, Any]]:
-    written = load_pairs(files)
-    print(f"training on {len(written)} pairs from {', '.join(f.name for f in files)}, and negatives made")
+def _training_rows(files: Sequence[Path], sets: Sequence[str], chat: Sequence[str]) -> list[dict[str, Any]]:
+    written = load_pairs(files) + scenario_pairs(sets)
+    names = [f.name for f in files] + [f"scenarios:{s}" for s in sets]
+    print(f"training on {len(written)} pairs from {', '.join(names)}, and negatives made")
     return written + negatives(written, chat)
 
 

@@ -6,6 +6,9 @@
 - hedged statements: a hypothetical, negated or other party's statement ('someday I want an EV', 'my
   daughter is learning Mandarin') loses `hedged_penalty`, unless the question asks about plans, what did
   not happen, or that party: a plain question about the speaker wants the asserted fact ("I drive a Camry");
+- events: a present-tense question about what holds ('What does Suki do for a living?') takes
+  `event_penalty` from questions and narrated events ('Went for a long walk after lunch.'), which state no
+  standing fact (the note table's `fixed` column, the guard the fact decision reads);
 - short turns: a turn shorter than SHORT_CHARS loses up to `short_turn_penalty` in proportion ("Go, Jon!"
   matches a question naming Jon on the name alone and carries no evidence).
 Per-slot facts (speaker, length, time expression, stance) come precomputed from engine.recall.view.
@@ -47,6 +50,8 @@ def boost(
         stance = view.stance[slots]
         asked = np.fromiter(asks_about(query.text), dtype=stance.dtype)
         add -= config.hedged_penalty * ((stance > 0) & ~np.isin(stance, asked))
+    if config.event_penalty and query.standing:
+        add -= config.event_penalty * (view.fixed[slots] == 1)
     if config.short_turn_penalty:
         add -= config.short_turn_penalty * np.clip(1 - view.chars[slots] / SHORT_CHARS, 0, 1)
     return scores + add

@@ -36,6 +36,9 @@ class QueryInfo:
     speakers: frozenset[str] = field(default_factory=frozenset)
     """Participants (as spelt in the notes' speaker field) the query names."""
     temporal: bool = False
+    standing: bool = False
+    """A present-tense question about what holds ('What does Suki do for a living?', 'Where is Ana's office?'),
+    not about what happened or when: a narrated event or a question is weaker evidence for it."""
 
 
 def analyse(query: str, participants: Iterable[str], strip_names: bool = False) -> QueryInfo:
@@ -46,7 +49,15 @@ def analyse(query: str, participants: Iterable[str], strip_names: bool = False) 
     if not content.strip(" ?.!,'"):
         content = ""
     lexical = content if strip_names and named and content else query  # only names: keep them
-    return QueryInfo(query, lexical, content, named, bool(_TEMPORAL_Q.search(query)))
+    temporal = bool(_TEMPORAL_Q.search(query))
+    standing = not temporal and bool(_PRESENT_Q.search(query)) and not _PAST_Q.search(query)
+    return QueryInfo(query, lexical, content, named, temporal, standing)
+
+
+_PRESENT_Q = re.compile(r"\b(?:does|do|is|are)\b|\w'?s\s+(?:\w+\s+){0,3}\w+\?", re.IGNORECASE)
+_PAST_Q = re.compile(
+    r"\b(?:did|was|were|had|has|have|used to|ever|ago|last|yesterday|before)\b", re.IGNORECASE
+)
 
 
 @functools.lru_cache(maxsize=1024)

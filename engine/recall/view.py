@@ -32,6 +32,8 @@ class TenantView:
     """Slot -> the content carries a time expression."""
     stance: np.ndarray
     """Slot -> asserted (0) or a hedged stance's code (engine.annotate.facts.stance)."""
+    fixed: np.ndarray
+    """Slot -> 1: a question or a narrated event (engine.annotate.facts.decision.is_fixed); 0 or -1 (not known)."""
 
     tables: dict[tuple[float, int], np.ndarray] = field(default_factory=dict, compare=False, repr=False)
     """(gap_s, window) -> every slot's neighbours, made on the first search that asks: one lookup per query
@@ -106,4 +108,5 @@ def _build(tm: TenantMemory) -> TenantView:
         chars,
         table.timely[:n],
         table.stance[:n],
+        table.fixed[:n],
     )

@@ -279,3 +279,36 @@ def test_a_party_named_in_the_old_statement_is_the_same_party() -> None:
 def test_a_title_is_not_a_vocative() -> None:
     assert cues.normalise("saw a new dentist, Dr. Alvarez, today") == "saw a new dentist, Dr. Alvarez, today"
     assert cues.normalise("Thanks, John!") == "Thanks!"
+
+
+@pytest.mark.parametrize(
+    ("text", "party"),
+    [
+        ("i drove my son to school, then work", None),
+        ("my wife and I moved to Leeds in May", None),
+        ("my mum's dentist appointment got moved to the 12th so i'm driving her", "my mum"),
+        ("my brother moved to berlin", "my brother"),
+    ],
+)
+def test_a_party_is_the_subject_only_when_named_before_the_speakers_own_i(
+    text: str, party: str | None
+) -> None:
+    assert cues.third_party(text) == party
+
+
+def test_someone_elses_change_told_by_a_speaker_who_says_i_later_is_kept() -> None:
+    d = decide(
+        Statement("my dentist appointment is on the 9th at 2pm", "Maya"),
+        Statement("my mum's dentist appointment got moved to the 12th so i'm driving her", "Maya"),
+        0.8,
+    )
+    assert d == Decision.keep("third person 'my mum'")
+
+
+def test_the_old_statements_party_named_by_its_bare_relation_word_is_the_same_party() -> None:
+    d = decide(
+        Statement("My mum lives in Valencia, I visit every summer", "Maya"),
+        Statement("Mum finally moved back to Seville to be near her sisters", "Maya"),
+        0.8,
+    )
+    assert "old statement about" not in d.reason

@@ -78,6 +78,32 @@ def test_the_old_values_said_again_are_a_restatement_the_judge_cannot_retire() -
     assert one_of_two.supersedes and "pair judge" in one_of_two.reason
 
 
+@pytest.mark.parametrize(
+    "old",
+    [
+        "i drive a 2012 honda civic",
+        "im vegetarian, have been since uni",
+        "We live in Capitol Hill, near the park",
+    ],
+)
+def test_the_speaker_typed_in_lower_case_owns_the_old_fact(old: str) -> None:
+    """Chat types 'i' and 'im'; a sentence opens with 'We': the judge may read these as the speaker's own."""
+    assert judged(old, "keys to the new place are in my hand, goodbye rental life", 0.99).supersedes
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "train was late again this morning, third time this week",
+        "the train was packed today, stood the whole way",
+    ],
+)
+def test_a_day_in_the_old_facts_life_is_not_a_change_the_judge_may_read(new: str) -> None:
+    old = "i get the train to work, 45 min"
+    assert judged(old, new, 0.99) == Decision.keep("no shared attribute")
+    assert judged(old, "sold my season ticket, the bike gets me in faster", 0.99).supersedes
+
+
 def test_a_judge_without_a_model_is_no_verdict() -> None:
     assert judged(RENT, HOUSE, None) == decide(
         Statement(RENT, "Maya"), Statement(HOUSE, "Maya"), 0.1, None, lambda: None

@@ -25,6 +25,7 @@ PLAIN |= {
     "short_turn_penalty": 0.0,
     "hedged_penalty": 0.0,
     "center_queries": 0.0,
+    "event_penalty": 0.0,
 }
 
 
@@ -113,6 +114,22 @@ def test_centred_queries_lift_the_fact_over_chit_chat_close_to_every_question(en
     query = "Where does Ana work out?"
     assert _ranked(mem, query, k=1) != [len(chat)]  # the raw cosine prefers a line of chit-chat
     assert _ranked(_with(mem, center_queries=1.0), query, k=1) == [len(chat)]
+
+
+def test_event_penalty_prefers_a_standing_fact_for_a_present_tense_question(encoder) -> None:
+    # "What does Suki do?" asks what holds; a question or a narrated event states nothing that holds.
+    chat = [
+        "Went for a long walk by the river after lunch.",
+        "Did anyone watch the match? What a finish!",
+        "The neighbours' kids were loud again last night.",
+        "Watched a documentary about octopuses, wild stuff.",
+    ]
+    fact = "i freelance as a copywriter, mostly for tech startups"
+    mem = _memory(encoder, [("Suki", t, i) for i, t in enumerate([*chat, fact])], center_queries=1.0)
+    now, then = "What does Suki do for a living?", "What did Suki do after lunch?"
+    assert _ranked(mem, now, k=1) != [len(chat)]
+    assert _ranked(_with(mem, event_penalty=0.2), now, k=1) == [len(chat)]
+    assert _ranked(mem, then, k=1) == _ranked(_with(mem, event_penalty=0.2), then, k=1) == [0]
 
 
 def test_neighbours_lift_the_answer_after_a_matching_question(encoder) -> None:

@@ -16,7 +16,15 @@ def _view(n: int, seed: int) -> TenantView:
     position[order] = np.arange(len(order))
     zeros = np.zeros(n)
     return TenantView(
-        (), times, order, position, zeros.astype(np.int64), zeros, zeros > 0, zeros.astype(np.int16)
+        (),
+        times,
+        order,
+        position,
+        zeros.astype(np.int64),
+        zeros,
+        zeros > 0,
+        zeros.astype(np.int16),
+        zeros > 0,
     )
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "STILL",
     "possessed",
     "speaker_owned",
+    "all_stems",
     "content_stems",
     "is_past_event",
     "negated_attribute",
@@ -91,8 +92,11 @@ NEGATED_PAST = _rx(
     r"not true",
     r"wasn'?t me",
     r"(?:won'?t|will not|don'?t|do not|never) (?:\w+ )?(?:quit|give up|stop|leave)",
+    r"w(?:as|ere) (?:going to|gonna|about to|all set to)",
+    r"turned (?:\w+ ){0,2}down",
 )
-"""A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't'."""
+"""A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't', 'was
+gonna get a new number', 'offered me head of department and I turned it down'."""
 
 EPISODE = _rx(
     r"last night", r"yesterday", r"this morning", r"tonight", r"the other day", r"last (?:week|weekend)"
@@ -106,8 +110,11 @@ STILL = _rx(
     r"as usual",
     r"(?:as|like) ever",
     r"for (?:\w+ ){0,2}(?:years?|months?|weeks?|days?|decades?|ages|a while) now",
+    r"(?:i'?m|we'?re|i am|we are) staying(?! (?:with|at|in|over)\b)",
+    r"staying (?:put|as)",
 )
-"""Continuity: 'still in Portland', 'still at 110k', 'vegan for three years now'."""
+"""Continuity: 'still in Portland', 'still at 110k', 'vegan for three years now', 'so I'm staying' (not
+'staying with my parents now', a move)."""
 
 ENDING = _rx(
     r"no longer",
@@ -228,7 +235,8 @@ _RELATIONS = (
     r"brother|sister|sibling|mom|mum|mother|dad|father|parents?|wife|husband|spouse|partner|son|daughter|"
     r"kids?|child|children|baby|friend|buddy|neighbou?r|roommate|flatmate|housemate|coworker|co-worker|"
     r"colleague|girlfriend|boyfriend|fianc[eé]e?|cousin|aunt|uncle|grandma|grandpa|grandmother|"
-    r"grandfather|niece|nephew|in-laws?|boss|manager|teammate|classmate|sis|bro|twin|stepdad|stepmom"
+    r"grandfather|niece|nephew|(?:brother|sister|mother|father|son|daughter)-in-law|in-laws?|boss|manager|"
+    r"teammate|classmate|sis|bro|twin|stepdad|stepmom|mate|pal|bestie"
 )
 _THIRD_SUBJECT = re.compile(
     rf"\b(?:my|our)\s+(?:\w+\s+)?(?P<rel>{_RELATIONS})(?:'s)?(?:\s+(?-i:[A-Z])\w+)?\s+"
@@ -249,7 +257,8 @@ _BARE_THIRD = re.compile(
 """A party opening a sentence without 'my': 'dad finally sold his Octavia', 'little brother switched',
 'colleague of mine quit', 'the wife moved'. Not when the speaker is the object ('boss moved me to nights'),
 and not the household's children ('baby number three arrived' changes the speaker's own family)."""
-_FIRST_SUBJECT = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|we|we're|we've|we'll)\b")
+_FIRST_SUBJECT = re.compile(r"\b(?:[Ii]|[Ii]'?m|[Ii]'?ve|[Ii]'ll|[Ii]'d|[Ww]e|[Ww]e're|[Ww]e'?ve|[Ww]e'll)\b")
+"""The speaker as subject, as chat types it: 'i', 'im', 'ive', 'We' (not 'ill', 'id', 'well': words)."""
 _FIRST_OBJECT = re.compile(r"\b(?:me|my|mine|us|our)\b", re.I)  # 'you can reach me at ...' is the speaker's
 _PRONOUN_SUBJECT = re.compile(
     r"^\W*(?:he|she|he's|she's|you|you're|you've|your)\b", re.I
@@ -374,8 +383,12 @@ def is_past_event(text: str) -> bool:
 
 @functools.lru_cache(maxsize=CACHE)
 def third_party(text: str) -> str | None:
-    """'my brother', 'she': the new statement is about someone else and the speaker is not its subject."""
-    if _FIRST_SUBJECT.search(text):
+    """'my brother', 'she': the new statement is about someone else and the speaker is not its subject.
+    A party named after the speaker's own 'I' / 'we' is not the subject ('I drove my son to school'), nor one
+    beside it ('my wife and I moved'); one named before it is ('my mum's appointment moved, so i'm driving')."""
+    first = _FIRST_SUBJECT.search(text)
+    text = text[: first.start()] if first else text
+    if first and _JOINT.search(text):
         return None
     m = _THIRD_SUBJECT.search(text)
     if m:
@@ -387,6 +400,10 @@ def third_party(text: str) -> str | None:
         return m2.group(0).strip().lower()
     m3 = _NAMED_OWNER.search(text)
     return m3.group("name").lower() if m3 else None
+
+
+_JOINT = re.compile(r"(?:\band|&)\s*$", re.I)
+"""What comes right before the speaker's 'I' joins them to the subject: 'my wife and I', 'mum & i' (so no party)."""
 
 
 @functools.lru_cache(maxsize=CACHE)
@@ -425,6 +442,13 @@ def content_stems(text: str) -> Mapping[str, str]:
         if content[i] and not (i + 1 < len(words) and content[i + 1]):
             out.setdefault(_stem(w), w)
     return out
+
+
+@functools.lru_cache(maxsize=CACHE)
+def all_stems(text: str) -> frozenset[str]:
+    """Every content word's stem, modifiers too ('golf' in 'a black golf gti'): what the text mentions."""
+    words = (w.strip("'-") for w in _WORD_OR_MARK.findall(normalise(text).lower()))
+    return frozenset(_stem(w) for w in words if _is_content(w))
 
 
 def _stem(word: str) -> str:

@@ -36,6 +36,7 @@ true fact from default search.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 import engine.annotate.facts.cues as cues
@@ -150,10 +151,23 @@ def _judged(judge: Similarity, old_text: str, new_text: str) -> Decision | None:
     the new statement names every value of the old one (step 4's restatement: 'kept us at 950')."""
     if judge is None or not cues.speaker_owned(old_text) or _restated(old_text, new_text):
         return None
+    if _episode_of(old_text, new_text):
+        return None
     p = resolve(judge)
     if p is None or p < JUDGE:
         return None
     return Decision(True, f"superseded: the pair judge reads a change ({p:.2f})", attribute="pair judge")
+
+
+_EPISODE_NOW = re.compile(r"\b(?:today|again|last night|yesterday|this morning|tonight)\b", re.I)
+
+
+def _episode_of(old_text: str, new_text: str) -> bool:
+    """The new statement tells a day in the old fact's life ('washed the golf today', 'train was late again
+    this morning'): it names the old thing next to a one-off time, and the judge reads such news as change."""
+    if not _EPISODE_NOW.search(new_text):
+        return False
+    return bool(cues.all_stems(old_text) & cues.all_stems(new_text))
 
 
 def _restated(old_text: str, new_text: str) -> bool:
@@ -194,7 +208,11 @@ def _guard(old: Statement, new: Statement, old_text: str, new_text: str) -> Deci
     party, old_party = cues.third_party(new_text), cues.third_party(old_text)
     if party is not None and party not in old_text.lower() and not _names_party(old_text, new_text):
         return Decision.keep(f"third person '{party}'")  # 'Jordan moved out, my cousin took his room'
-    if old_party is not None and old_party not in new_text.lower() and not _names_party(old_text, new_text):
+    if (
+        old_party is not None
+        and not says(new_text, old_party.removeprefix("my "))
+        and not _names_party(old_text, new_text)
+    ):
         return Decision.keep(f"old statement about '{old_party}'")
     return None
 

@@ -2,8 +2,9 @@
 
 all-MiniLM-L6-v2 read as a cross-encoder: "[CLS] old [SEP] new [SEP]" with segment ids, mean-pooled, then
 a logistic head. Low-rank adapters on each layer's attention and feed-forward matrices and the head were
-trained by `bench/pair_judge_train.py` on statement pairs written blind (`bench/fact_pairs_*.jsonl`) and
-ship beside this module (`pair_judge.safetensors`, under 1 MB); the base weights are the MiniLM package's.
+trained by `bench/pair_judge_train.py` on statement pairs written blind (`bench/fact_pairs_*.jsonl`) and,
+since round 18, on the scenario sets already scored (`SCENARIO_SETS` there); they ship beside this module
+(`pair_judge.safetensors`, under 1 MB); the base weights are the MiniLM package's.
 The adapters are merged into a copy of the base weights once per process, so a judgement is one plain
 forward. Written on the project's own torch forward of MiniLM (`engine/encode/minilm.py`): transformers
 and peft would be two large dependencies for a merge and a head.

@@ -121,6 +121,18 @@ def test_a_recurring_slot_filled_instead_is_the_same_attribute() -> None:
         ("little brother switched from law to accounting, mum is furious", "kept: third person 'brother'"),
         ("colleague of mine just moved to Boulder", "kept: third person 'colleague'"),
         ("the wife moved her office to Golden. Big change", "kept: third person 'wife'"),
+        ("was gonna move to Boulder but the rent is mad", "kept: negated past cue 'was gonna'"),
+        ("they offered me a place in Austin and I turned it down", "kept: negated past cue 'turned it down'"),
+        ("landlord tried to move us out but backed down", "kept: negated past cue 'backed down'"),
+        ("my sister talked me out of moving to Austin", "kept: negated past cue 'talked me out of'"),
+        ("went to cancel the lease, got a discount, so I'm staying", "kept: continuity cue 'i'm staying'"),
+        (
+            "looked at flats in Austin, sticking with it here though",
+            "kept: continuity cue 'sticking with it'",
+        ),
+        ("the address is unchanged, Denver it is", "kept: continuity cue 'unchanged'"),
+        ("got dual residency in Portugal sorted!", "kept: additive cue 'dual'"),
+        ("started a side hustle walking dogs in Boulder", "kept: additive cue 'side hustle'"),
     ],
 )
 def test_each_guard_keeps_the_old_fact_with_its_reason(new: str, reason: str) -> None:

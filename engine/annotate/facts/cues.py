@@ -48,11 +48,12 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 
 
 ADDITIVE = re.compile(
-    r"\b(?:also|as well|another|in addition|additionally|on top of|added|besides|both)\b"
-    r"|\b(?:a|my|our|the) second\b|\btoo\b\s*(?:[-,.!;:)]|$)",
+    r"\b(?:also|as well|another|in addition|additionally|on top of|added|besides|both|dual)\b"
+    r"|\b(?:a|my|our|the) second\b|\btoo\b\s*(?:[-,.!;:)]|$)|\bside (?:hustle|gig|job|business)\b",
     re.I,
 )
-"""The new fact joins the old one: 'I also adopted a cat', 'shellfish too', 'a second job'."""
+"""The new fact joins the old one: 'I also adopted a cat', 'shellfish too', 'a second job', 'officially
+dual', 'a side hustle'."""
 
 HYPOTHETICAL = _rx(
     r"if",
@@ -94,6 +95,10 @@ NEGATED_PAST = _rx(
     r"(?:won'?t|will not|don'?t|do not|never) (?:\w+ )?(?:quit|give up|stop|leave)",
     r"w(?:as|ere) (?:going to|gonna|about to|all set to)",
     r"turned (?:\w+ ){0,2}down",
+    r"backed (?:down|off)",
+    r"talked (?:me|us|him|her|them) out of",
+    r"changed (?:my|our|his|her|their) minds?",
+    r"decided against",
 )
 """A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't', 'was
 gonna get a new number', 'offered me head of department and I turned it down'."""
@@ -112,6 +117,10 @@ STILL = _rx(
     r"for (?:\w+ ){0,2}(?:years?|months?|weeks?|days?|decades?|ages|a while) now",
     r"(?:i'?m|we'?re|i am|we are) staying(?! (?:with|at|in|over)\b)",
     r"staying (?:put|as)",
+    r"unchanged",
+    r"stick(?:ing)? (?:around|with (?:it|them|him|her))",
+    r"keep(?:ing)? (?:\w+ ){1,2}for (?:the )?(?:day[ -]to[ -]day|everyday|personal)",
+    r"(?:left|leave|leaving) (?:it|them) (?:alone|as (?:it|they) (?:is|are|was|were))",
 )
 """Continuity: 'still in Portland', 'still at 110k', 'vegan for three years now', 'so I'm staying' (not
 'staying with my parents now', a move)."""

@@ -45,6 +45,9 @@ ELEVENTH = Path(__file__).with_name("fact_scenarios_eleventh.json")
 that learned from the scored sets) was built, first read by it once frozen."""
 TWELFTH = Path(__file__).with_name("fact_scenarios_twelfth.json")
 """A twelfth (split "twelfth"), written beside the eleventh by another session, first read the same way."""
+THIRTEENTH = Path(__file__).with_name("fact_scenarios_thirteenth.json")
+"""A thirteenth (split "thirteenth"), written after the eleventh and twelfth were scored (its brief asked for
+additive and negated statements that name a second value or the old one), first read by 2cdfe29."""
 
 
 @dataclass(frozen=True, slots=True)

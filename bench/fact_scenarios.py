@@ -48,6 +48,9 @@ TWELFTH = Path(__file__).with_name("fact_scenarios_twelfth.json")
 THIRTEENTH = Path(__file__).with_name("fact_scenarios_thirteenth.json")
 """A thirteenth (split "thirteenth"), written after the eleventh and twelfth were scored (its brief asked for
 additive and negated statements that name a second value or the old one), first read by 2cdfe29."""
+FOURTEENTH = Path(__file__).with_name("fact_scenarios_fourteenth.json")
+"""A fourteenth (split "fourteenth"; a third of its statements 26-40 words, as people ramble), written after
+the thirteenth was scored, first read by 2cdfe29."""
 
 
 @dataclass(frozen=True, slots=True)

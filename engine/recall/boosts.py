@@ -11,7 +11,7 @@
   standing fact (the note table's `fixed` column, the guard the fact decision reads);
 - short turns: a turn shorter than SHORT_CHARS loses up to `short_turn_penalty` in proportion ("Go, Jon!"
   matches a question naming Jon on the name alone and carries no evidence).
-Per-slot facts (speaker, length, time expression, stance) come precomputed from engine.recall.view.
+Per-slot facts (speaker, length, time expression, stance, fixed) come precomputed from engine.recall.view.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Question analysis: which participants a query names, and whether it asks about time.
+"""Question analysis: which participants a query names, whether it asks about time, and whether it asks
+what holds now (a present-tense question: 'What does Suki do for a living?').
 
 Used by the query-side levers (engine.recall.boosts): a query naming a person favours that person's
 turns; a "when / how long" question favours turns carrying time expressions. The participants are the

@@ -40,6 +40,11 @@ def _memory(encoder, turns: list[tuple[str, str, float]], **levers) -> Memory:
     return mem
 
 
+def _chat_then_fact(encoder, who: str, chat: list[str], fact: str, **levers) -> Memory:
+    """One speaker's chit-chat, an hour apart, then the fact (note number len(chat))."""
+    return _memory(encoder, [(who, t, i) for i, t in enumerate([*chat, fact])], **levers)
+
+
 def _ranked(mem: Memory, query: str, k: int = 5) -> list[int]:
     return [h.note.metadata["n"] for h in mem.search(query, k=k)]
 
@@ -109,8 +114,9 @@ def test_centred_queries_lift_the_fact_over_chit_chat_close_to_every_question(en
         "My tea went cold again, typical.",
         "Saw a film about whales, so good.",
     ]
-    fact = "I work out at the climbing gym on Fifth street."
-    mem = _memory(encoder, [("Ana", t, i) for i, t in enumerate([*chat, fact])], lexical_weight=0.0)
+    mem = _chat_then_fact(
+        encoder, "Ana", chat, "I work out at the climbing gym on Fifth street.", lexical_weight=0.0
+    )
     query = "Where does Ana work out?"
     assert _ranked(mem, query, k=1) != [len(chat)]  # the raw cosine prefers a line of chit-chat
     assert _ranked(_with(mem, center_queries=1.0), query, k=1) == [len(chat)]
@@ -125,7 +131,7 @@ def test_event_penalty_prefers_a_standing_fact_for_a_present_tense_question(enco
         "Watched a documentary about octopuses, wild stuff.",
     ]
     fact = "i freelance as a copywriter, mostly for tech startups"
-    mem = _memory(encoder, [("Suki", t, i) for i, t in enumerate([*chat, fact])], center_queries=1.0)
+    mem = _chat_then_fact(encoder, "Suki", chat, fact, center_queries=1.0)
     now, then = "What does Suki do for a living?", "What did Suki do after lunch?"
     assert _ranked(mem, now, k=1) != [len(chat)]
     assert _ranked(_with(mem, event_penalty=0.2), now, k=1) == [len(chat)]

@@ -43,3 +43,19 @@ def test_time_expressions_in_turns() -> None:
 def test_mentions() -> None:
     assert mentions("Hey Caroline, how are you?", frozenset({"Caroline"}))
     assert not mentions("Hey Carol", frozenset({"Caroline"}))
+
+
+def test_standing_questions_ask_what_holds_in_the_present_tense() -> None:
+    for q in (
+        "What does Suki do for a living?",
+        "Where is Caroline's office?",
+        "Who's Melanie's favourite artist?",
+    ):
+        assert analyse(q, PEOPLE).standing, q
+    for q in (
+        "What did Melanie paint?",
+        "When is Caroline's wedding?",
+        "Where has Melanie camped?",
+        "Hi there",
+    ):
+        assert not analyse(q, PEOPLE).standing, q

@@ -26,8 +26,9 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
 5. The pair judge (engine.annotate.facts.pair_judge: MiniLM read as a cross-encoder, adapters trained on
    statement pairs written blind), for what step 3 or 4 kept: it retires the old fact when its probability
    reaches JUDGE, the old statement is the speaker's own and the new one does not name every old value
-   (step 4's restatement). Every guard and the lexicon have run before, so it never overrules them; it
-   finds the updates no cue announces ('we rent downtown' / 'finally closed on the house in Ballard').
+   (step 4's restatement) nor tell a day in the old fact's life ('washed the golf today'). Every guard and
+   the lexicon have run before, so it never overrules them; it finds the updates no cue announces ('we rent
+   downtown' / 'finally closed on the house in Ballard').
 
 The decision leans towards keeping: a missed supersession leaves two notes current, a wrong one hides a
 true fact from default search.

@@ -51,6 +51,9 @@ additive and negated statements that name a second value or the old one), first 
 FOURTEENTH = Path(__file__).with_name("fact_scenarios_fourteenth.json")
 """A fourteenth (split "fourteenth"; a third of its statements 26-40 words, as people ramble), written after
 the thirteenth was scored, first read by 2cdfe29."""
+FIFTEENTH = Path(__file__).with_name("fact_scenarios_fifteenth.json")
+"""A fifteenth (split "fifteenth"; a third of its statements long too), written after the fourteenth was
+scored, first read by 2cdfe29 (the sentence-at-a-time reading tried meanwhile was left out)."""
 
 
 @dataclass(frozen=True, slots=True)

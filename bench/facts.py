@@ -15,15 +15,16 @@ being true, and nothing else?
     python -m bench.facts --split eleventh         # an eleventh and a twelfth, written while round 18
     python -m bench.facts --split twelfth          #   was built, first read once it was frozen
     python -m bench.facts --split thirteenth       # a thirteenth, written after those two were scored
-    python -m bench.facts --split fourteenth       # a fourteenth, a third of it long statements
+    python -m bench.facts --split fourteenth       # a fourteenth and a fifteenth, a third of each
+    python -m bench.facts --split fifteenth        #   long statements
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
     python -m bench.facts --split dev --bulk       # each scenario written in one batch (an import)
 
 Sets: old92 (bench/fact_scenarios.py), the blind set (bench/fact_scenarios_blind.json, dev/heldout), and
-thirteen later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth,
+fourteen later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth,
 _ninth, _tenth, _eleventh, _twelfth, _thirteenth,
-_fourteenth).
+_fourteenth, _fifteenth).
 
 Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t1), then the new statement
 (t2); the scenario's question is asked now and as of the midpoint of t1 and t2.
@@ -49,6 +50,7 @@ from bench.common import overrides, table, write_json
 from bench.fact_scenarios import (
     EIGHTH,
     ELEVENTH,
+    FIFTEENTH,
     FIFTH,
     FOURTEENTH,
     FOURTH,
@@ -86,6 +88,7 @@ LATER = {
     "twelfth": TWELFTH,
     "thirteenth": THIRTEENTH,
     "fourteenth": FOURTEENTH,
+    "fifteenth": FIFTEENTH,
 }
 """The blind sets written after the first, each scored once by the version frozen before it was read."""
 

@@ -444,7 +444,7 @@ def content_stems(text: str) -> Mapping[str, str]:
     """Stem -> word for the head content words (no stopwords, no filler, no relation words): the candidate
     attribute nouns and verbs. A word directly followed by another content word is a modifier ('phone' in
     'phone battery') and left out: only the compound's head ('battery') names the attribute."""
-    words = [w.strip("'-") for w in _WORD_OR_MARK.findall(normalise(text).lower())]
+    words = _words(text)
     content = [_is_content(w) for w in words]
     out: dict[str, str] = {}
     for i, w in enumerate(words):
@@ -456,8 +456,12 @@ def content_stems(text: str) -> Mapping[str, str]:
 @functools.lru_cache(maxsize=CACHE)
 def all_stems(text: str) -> frozenset[str]:
     """Every content word's stem, modifiers too ('golf' in 'a black golf gti'): what the text mentions."""
-    words = (w.strip("'-") for w in _WORD_OR_MARK.findall(normalise(text).lower()))
-    return frozenset(_stem(w) for w in words if _is_content(w))
+    return frozenset(_stem(w) for w in _words(text) if _is_content(w))
+
+
+def _words(text: str) -> list[str]:
+    """The normalised text's words, lower case, without edge quotes or hyphens (punctuation marks kept)."""
+    return [w.strip("'-") for w in _WORD_OR_MARK.findall(normalise(text).lower())]
 
 
 def _stem(word: str) -> str:

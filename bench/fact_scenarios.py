@@ -22,38 +22,38 @@ from pathlib import Path
 KINDS = ("supersede", "additive", "third_person", "restated", "other_speaker", "hypothetical", "negated")
 BLIND = Path(__file__).with_name("fact_scenarios_blind.json")
 """205 scenarios written blind (without reading the rules), split into dev and heldout halves."""
-FRESH = Path(__file__).with_name("fact_scenarios_fresh.json")
-"""A second blind set (split "fresh"), written by a session that saw only the scenario format, after v3."""
-THIRD = Path(__file__).with_name("fact_scenarios_third.json")
-"""A third blind set (split "third"), written the same way after v5 and rescoring were frozen."""
-FOURTH = Path(__file__).with_name("fact_scenarios_fourth.json")
-"""A fourth (split "fourth"), written while v6 (two guards found on the third set) was built, not seen by it."""
-FIFTH = Path(__file__).with_name("fact_scenarios_fifth.json")
-"""A fifth (split "fifth"), written while the pair judge was trained, scored once after it was frozen."""
-SIXTH = Path(__file__).with_name("fact_scenarios_sixth.json")
-"""A sixth (split "sixth"), written after the judge (v7) was scored, first read by v8 (the restatement gate)."""
-SEVENTH = Path(__file__).with_name("fact_scenarios_seventh.json")
-"""A seventh (split "seventh"), written after v8 was frozen, first read by v8."""
-EIGHTH = Path(__file__).with_name("fact_scenarios_eighth.json")
-"""An eighth (split "eighth"), written after the seventh was scored, first read by v8."""
-NINTH = Path(__file__).with_name("fact_scenarios_ninth.json")
-"""A ninth (split "ninth"), written after query centring (round 17) was frozen, first read by it."""
-TENTH = Path(__file__).with_name("fact_scenarios_tenth.json")
-"""A tenth (split "tenth"), written beside the ninth by another session, first read the same way."""
-ELEVENTH = Path(__file__).with_name("fact_scenarios_eleventh.json")
-"""An eleventh (split "eleventh"), written while round 18 (lower-case speakers, the event penalty, a judge
-that learned from the scored sets) was built, first read by it once frozen."""
-TWELFTH = Path(__file__).with_name("fact_scenarios_twelfth.json")
-"""A twelfth (split "twelfth"), written beside the eleventh by another session, first read the same way."""
-THIRTEENTH = Path(__file__).with_name("fact_scenarios_thirteenth.json")
-"""A thirteenth (split "thirteenth"), written after the eleventh and twelfth were scored (its brief asked for
-additive and negated statements that name a second value or the old one), first read by 2cdfe29."""
-FOURTEENTH = Path(__file__).with_name("fact_scenarios_fourteenth.json")
-"""A fourteenth (split "fourteenth"; a third of its statements 26-40 words, as people ramble), written after
-the thirteenth was scored, first read by 2cdfe29."""
-FIFTEENTH = Path(__file__).with_name("fact_scenarios_fifteenth.json")
-"""A fifteenth (split "fifteenth"; a third of its statements long too), written after the fourteenth was
-scored, first read by 2cdfe29 (the sentence-at-a-time reading tried meanwhile was left out)."""
+LATER: dict[str, str] = {
+    "fresh": "a second blind set, written by a session that saw only the scenario format, after v3",
+    "third": "written the same way after v5 and rescoring were frozen",
+    "fourth": "written while v6 (two guards found on the third set) was built, not seen by it",
+    "fifth": "written while the pair judge was trained, scored once after it was frozen",
+    "sixth": "written after the judge (v7) was scored, first read by v8 (the restatement gate)",
+    "seventh": "written after v8 was frozen, first read by v8",
+    "eighth": "written after the seventh was scored, first read by v8",
+    "ninth": "written after query centring (round 17) was frozen, first read by it",
+    "tenth": "written beside the ninth by another session, first read the same way",
+    "eleventh": "written while round 18 (lower-case speakers, the event penalty, a judge that learned from the "
+    "scored sets) was built, first read by it once frozen",
+    "twelfth": "written beside the eleventh by another session, first read the same way",
+    "thirteenth": "written after the eleventh and twelfth were scored (its brief asked for additive and negated "
+    "statements that name a second value or the old one), first read by 2cdfe29",
+    "fourteenth": "a third of its statements 26-40 words, as people ramble; written after the thirteenth was "
+    "scored, first read by 2cdfe29",
+    "fifteenth": "a third of its statements long too, written after the fourteenth was scored, first read by "
+    "2cdfe29 (the sentence-at-a-time reading tried meanwhile was left out)",
+    "sixteenth": "people in their 30s-60s in family, neighbourhood and work chats, a quarter of the new "
+    "statements long; written while round 19 (a judge that learned from the eleventh to fifteenth, updates "
+    "told as a story judged) was built, first read by it once frozen",
+    "seventeenth": "students and people in their 20s typing in lower case, a fifth of the statements long; "
+    "written beside the sixteenth by another session, first read the same way",
+}
+"""The blind sets written after the first (split -> how it was written and first read), in order; each is
+bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the
+rules, and scored once by the version frozen before it was read."""
+
+
+def later_path(split: str) -> Path:
+    return Path(__file__).with_name(f"fact_scenarios_{split}.json")
 
 
 @dataclass(frozen=True, slots=True)

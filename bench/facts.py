@@ -17,14 +17,14 @@ being true, and nothing else?
     python -m bench.facts --split thirteenth       # a thirteenth, written after those two were scored
     python -m bench.facts --split fourteenth       # a fourteenth and a fifteenth, a third of each
     python -m bench.facts --split fifteenth        #   long statements
+    python -m bench.facts --split sixteenth        # a sixteenth and a seventeenth, written while
+    python -m bench.facts --split seventeenth      #   round 19 was built, first read once it was frozen
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
     python -m bench.facts --split dev --bulk       # each scenario written in one batch (an import)
 
 Sets: old92 (bench/fact_scenarios.py), the blind set (bench/fact_scenarios_blind.json, dev/heldout), and
-fourteen later blind sets (fact_scenarios_fresh.json, _third, _fourth, _fifth, _sixth, _seventh, _eighth,
-_ninth, _tenth, _eleventh, _twelfth, _thirteenth,
-_fourteenth, _fifteenth).
+the later blind sets (bench/fact_scenarios_<split>.json, `bench.fact_scenarios.LATER`).
 
 Full run, per scenario: a fresh tenant gets filler chit-chat and the old fact (t1), then the new statement
 (t2); the scenario's question is asked now and as of the midpoint of t1 and t2.
@@ -48,24 +48,12 @@ from typing import Any
 
 from bench.common import overrides, table, write_json
 from bench.fact_scenarios import (
-    EIGHTH,
-    ELEVENTH,
-    FIFTEENTH,
-    FIFTH,
-    FOURTEENTH,
-    FOURTH,
-    FRESH,
     KINDS,
-    NINTH,
+    LATER,
     SCENARIOS,
-    SEVENTH,
-    SIXTH,
-    TENTH,
-    THIRD,
-    THIRTEENTH,
-    TWELFTH,
     Scenario,
     fillers_for,
+    later_path,
     load_blind,
 )
 from engine.annotate.facts.decision import Statement, decide, similarity
@@ -74,23 +62,6 @@ from engine.annotate.facts.sentence import sentence_encoder
 from engine.encode import Encoder, WordLlamaEncoder
 
 RETIRING = ("supersede",)
-LATER = {
-    "fresh": FRESH,
-    "third": THIRD,
-    "fourth": FOURTH,
-    "fifth": FIFTH,
-    "sixth": SIXTH,
-    "seventh": SEVENTH,
-    "eighth": EIGHTH,
-    "ninth": NINTH,
-    "tenth": TENTH,
-    "eleventh": ELEVENTH,
-    "twelfth": TWELFTH,
-    "thirteenth": THIRTEENTH,
-    "fourteenth": FOURTEENTH,
-    "fifteenth": FIFTEENTH,
-}
-"""The blind sets written after the first, each scored once by the version frozen before it was read."""
 
 
 # --- rules alone ----------------------------------------------------------------------
@@ -223,7 +194,7 @@ def summarise(rows: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str,
 
 def scenarios_of(split: str) -> list[Scenario]:
     if split in LATER:
-        return load_blind((split,), path=LATER[split])
+        return load_blind((split,), path=later_path(split))
     return list(SCENARIOS) if split == "old92" else load_blind((split,))
 
 

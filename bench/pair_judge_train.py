@@ -70,8 +70,13 @@ SCENARIO_SETS = (
     "eighth",
     "ninth",
     "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
 )
-"""The scenario sets already scored (round 18 froze this list before the eleventh and twelfth were read)."""
+"""The scenario sets already scored (round 19 froze this list before the sixteenth and seventeenth were read)."""
 
 
 def load_pairs(paths: Sequence[Path]) -> list[dict[str, Any]]:

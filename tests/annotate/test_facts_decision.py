@@ -139,6 +139,26 @@ def test_each_guard_keeps_the_old_fact_with_its_reason(new: str, reason: str) ->
     assert judge("I live in Denver and have a dog.", new, sim=0.9) == Decision(False, reason)
 
 
+def test_a_late_regret_is_no_plan() -> None:
+    """'should've done it years ago' says it is done: no hypothetical guard, so the change is read."""
+    late = judge("I drive a Honda Civic.", "traded the Civic in, should've done it years ago", sim=0.6)
+    plan = judge("I drive a Honda Civic.", "I should trade the Civic in, it's years old", sim=0.6)
+    assert late.supersedes and "hypothetical" not in late.reason
+    assert plan == Decision(False, "kept: hypothetical cue 'should'")
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "first week in the Boulder flat, still unpacking boxes",
+        "moved to Boulder in May, still learning where everything is",
+        "settled in Boulder now, still miss the Denver crowd",
+    ],
+)
+def test_a_newcomers_still_is_no_continuity(new: str) -> None:
+    assert "continuity" not in judge("I live in Denver.", new, sim=0.6).reason
+
+
 def test_other_speaker_never_supersedes() -> None:
     d = judge("I live in Atlanta.", "I just moved to Nashville.", sim=0.9, new_by="Mike")
     assert d == Decision.keep("other speaker 'Mike'")

@@ -68,7 +68,7 @@ HYPOTHETICAL = _rx(
     r"considering",
     r"maybe",
     r"might",
-    r"should",
+    r"should(?!(?:'ve| have) (?:\S+ ){0,5}(?:years|months|ages|long) ago|(?:'ve| have) (?:\S+ ){0,5}sooner)",
     r"could",
     r"dream(?:ed|ing|s)? (?:of|about)",
     r"always dreamed",
@@ -77,7 +77,8 @@ HYPOTHETICAL = _rx(
     r"next (?:week|weekend|month|year)",
     r"one day",
 )
-"""Not (yet) true: 'if I got the job I'd move', 'someday I want an EV', 'considering going vegetarian'."""
+"""Not (yet) true: 'if I got the job I'd move', 'someday I want an EV', 'considering going vegetarian'.
+A late regret is no plan: 'should've done it years ago' says it is done now."""
 
 NEGATED_PAST = _rx(
     r"never (?:did|went|ended|got|actually|really|quit|left|moved|sold|canceled|cancelled|made|bought|took)",
@@ -109,7 +110,7 @@ EPISODE = _rx(
 """A one-off episode ('went to bed at 2am last night'), not a new standing value."""
 
 STILL = _rx(
-    r"still(?! (?:getting used|adjusting|settling))",
+    r"still(?! (?:getting used|can'?t get used|adjusting|settling|learning|unpacking|figuring|miss))",
     r"same old",
     r"as always",
     r"as usual",
@@ -123,7 +124,8 @@ STILL = _rx(
     r"(?:left|leave|leaving) (?:it|them) (?:alone|as (?:it|they) (?:is|are|was|were))",
 )
 """Continuity: 'still in Portland', 'still at 110k', 'vegan for three years now', 'so I'm staying' (not
-'staying with my parents now', a move)."""
+'staying with my parents now', a move; nor a newcomer's 'still unpacking', 'still learning where everything
+is', nor 'still miss the old choir')."""
 
 ENDING = _rx(
     r"no longer",

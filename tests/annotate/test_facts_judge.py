@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.annotate.facts.decision import JUDGE, Decision, Statement, decide
+from engine.annotate.facts.decision import JUDGE, MAX_WORDS, STORY_WORDS, Decision, Statement, decide
 
 
 def judged(old: str, new: str, p: float | None, new_by: str = "Maya", sim: float = 0.1) -> Decision:
@@ -36,6 +36,29 @@ def test_same_attribute_without_a_change_signal_is_judged_too() -> None:
     rules = judged(old, new, None, sim=0.9)
     assert not rules.supersedes and rules.reason.endswith("no change signal")
     assert judged(old, new, 0.99, sim=0.9).supersedes
+
+
+STORY = (
+    "the Foundry is tiny and the music is awful but I haven't waited for a squat rack once since joining, "
+    "and the coach there fixed my deadlift form in one session, so I'm a happy woman"
+)
+
+
+def test_a_short_fact_and_an_update_told_as_a_story_go_to_the_judge() -> None:
+    old = "I train at PureGym on Deansgate, rammed at 6pm"
+    assert MAX_WORDS < len(STORY.split()) <= STORY_WORDS
+    assert judged(old, STORY, None) == Decision.keep(
+        f"longer than {MAX_WORDS} words and not read by the lexicon"
+    )
+    assert judged(old, STORY, 0.99).supersedes
+
+
+def test_two_long_turns_or_a_rambling_one_are_never_judged() -> None:
+    long_old = "I train at PureGym on Deansgate " + "and honestly " * 10 + "I hate it"
+    rambling = STORY + ", " + "and then we went for food " * 3
+    assert len(rambling.split()) > STORY_WORDS
+    for old, new in ((long_old, STORY), ("I train at PureGym on Deansgate", rambling)):
+        assert not decide(Statement(old, "Maya"), Statement(new, "Maya"), 0.1, None, never).supersedes
 
 
 @pytest.mark.parametrize(

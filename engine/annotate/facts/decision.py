@@ -28,7 +28,8 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
    reaches JUDGE, the old statement is the speaker's own and the new one does not name every old value
    (step 4's restatement) nor tell a day in the old fact's life ('washed the golf today'). Every guard and
    the lexicon have run before, so it never overrules them; it finds the updates no cue announces ('we rent
-   downtown' / 'finally closed on the house in Ballard').
+   downtown' / 'finally closed on the house in Ballard'). A new statement past MAX_WORDS (up to STORY_WORDS)
+   beside a short old fact goes to the judge alone: an update told inside a story.
 
 The decision leans towards keeping: a missed supersession leaves two notes current, a wrong one hides a
 true fact from default search.
@@ -76,6 +77,10 @@ __all__ = [
 MAX_WORDS = 25
 """Beyond this the general path stays out: a long chat turn touches many topics, so a shared word or a
 close embedding is coincidence more often than one attribute (the frame lexicon still reads such turns)."""
+STORY_WORDS = 45
+"""A new statement up to this long, beside an old one of up to MAX_WORDS, is read by the pair judge (step 5)
+though the general path stays out: people tell an update inside a little story ('the Foundry is tiny but I
+haven't waited for a rack once since joining ...'). Two long turns are never judged."""
 JUDGE = 0.98
 """Pair-judge probability (engine.annotate.facts.pair_judge) at which it retires a fact the rules kept.
 Chosen on pairs the judge was not trained on (`python -m bench.pair_judge_train --validate
@@ -133,7 +138,8 @@ def decide(
     if distinct := frame_distinct(old_text, old.speaker, new_text, new.speaker):
         return Decision.keep(f"different attributes (frame) {distinct}")
     if len(old_text.split()) > MAX_WORDS or len(new_text.split()) > MAX_WORDS:
-        return Decision.keep(f"longer than {MAX_WORDS} words and not read by the lexicon")
+        judged = _judged(judge, old_text, new_text) if _story_of(old_text, new_text) else None
+        return judged or Decision.keep(f"longer than {MAX_WORDS} words and not read by the lexicon")
     sim = resolve(similarity)
     attribute = same_attribute(old_text, new_text, sim) or close_sentences(old_text, new_text, sentence)
     if attribute is None:
@@ -158,6 +164,16 @@ def _judged(judge: Similarity, old_text: str, new_text: str) -> Decision | None:
     if p is None or p < JUDGE:
         return None
     return Decision(True, f"superseded: the pair judge reads a change ({p:.2f})", attribute="pair judge")
+
+
+def _story_of(old_text: str, new_text: str) -> bool:
+    """A short old fact and a new statement that may tell its update inside a story (STORY_WORDS) and
+    names at most one content word of the old one: a story that says two again ('found my real muses:
+    painting and pottery. It's so calming' after 'a big fan of pottery ... so calming') tells more about
+    the same thing, which the judge read as news in LoCoMo's chat."""
+    if len(old_text.split()) > MAX_WORDS or len(new_text.split()) > STORY_WORDS:
+        return False
+    return len(cues.content_stems(old_text).keys() & cues.content_stems(new_text).keys()) <= 1
 
 
 _EPISODE_NOW = re.compile(r"\b(?:today|again|last night|yesterday|this morning|tonight)\b", re.I)

@@ -46,6 +46,11 @@ LATER: dict[str, str] = {
     "told as a story judged) was built, first read by it once frozen",
     "seventeenth": "students and people in their 20s typing in lower case, a fifth of the statements long; "
     "written beside the sixteenth by another session, first read the same way",
+    "eighteenth": "professionals and parents writing in full sentences to an assistant or a team chat, a quarter "
+    "of the statements long; written while the sixteenth and seventeenth were scored, first read by round 19b "
+    "(guards read from those two) once frozen",
+    "nineteenth": "retirees, tradespeople and farmers in small towns, typing as they talk, a fifth of the "
+    "statements long; written beside the eighteenth by another session, first read the same way",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

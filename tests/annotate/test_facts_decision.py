@@ -133,6 +133,11 @@ def test_a_recurring_slot_filled_instead_is_the_same_attribute() -> None:
         ("the address is unchanged, Denver it is", "kept: continuity cue 'unchanged'"),
         ("got dual residency in Portugal sorted!", "kept: additive cue 'dual'"),
         ("started a side hustle walking dogs in Boulder", "kept: additive cue 'side hustle'"),
+        (
+            "I was supposed to move to Boulder but it got cancelled",
+            "kept: negated past cue 'was supposed to'",
+        ),
+        ("the rent went up and I considered moving to Boulder", "kept: hypothetical cue 'considered moving'"),
     ],
 )
 def test_each_guard_keeps_the_old_fact_with_its_reason(new: str, reason: str) -> None:
@@ -157,6 +162,18 @@ def test_a_late_regret_is_no_plan() -> None:
 )
 def test_a_newcomers_still_is_no_continuity(new: str) -> None:
     assert "continuity" not in judge("I live in Denver.", new, sim=0.6).reason
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "sold the Subaru to my cousin last week, the Ioniq 5 is mine now",
+        "the Subaru went to my cousin in Reno",
+    ],
+)
+def test_a_party_after_a_preposition_is_no_subject(new: str) -> None:
+    assert cues.third_party(new) is None
+    assert judge("I drive a Subaru Outback.", new, sim=0.6).supersedes
 
 
 def test_other_speaker_never_supersedes() -> None:

@@ -66,6 +66,7 @@ HYPOTHETICAL = _rx(
     r"(?:am|'m|are|'re|is|'s) going to",
     r"thinking (?:about|of)",
     r"considering",
+    r"(?:considered|contemplated) \w+ing",
     r"maybe",
     r"might",
     r"should(?!(?:'ve| have) (?:\S+ ){0,5}(?:years|months|ages|long) ago|(?:'ve| have) (?:\S+ ){0,5}sooner)",
@@ -94,7 +95,7 @@ NEGATED_PAST = _rx(
     r"not true",
     r"wasn'?t me",
     r"(?:won'?t|will not|don'?t|do not|never) (?:\w+ )?(?:quit|give up|stop|leave)",
-    r"w(?:as|ere) (?:going to|gonna|about to|all set to)",
+    r"w(?:as|ere) (?:going to|gonna|about to|all set to|supposed to)",
     r"turned (?:\w+ ){0,2}down",
     r"backed (?:down|off)",
     r"talked (?:me|us|him|her|them) out of",
@@ -102,7 +103,8 @@ NEGATED_PAST = _rx(
     r"decided against",
 )
 """A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't', 'was
-gonna get a new number', 'offered me head of department and I turned it down'."""
+gonna get a new number', 'was supposed to move to the Hong Kong office', 'offered me head of department and I
+turned it down'."""
 
 EPISODE = _rx(
     r"last night", r"yesterday", r"this morning", r"tonight", r"the other day", r"last (?:week|weekend)"
@@ -249,11 +251,16 @@ _RELATIONS = (
     r"grandfather|niece|nephew|(?:brother|sister|mother|father|son|daughter)-in-law|in-laws?|boss|manager|"
     r"teammate|classmate|sis|bro|twin|stepdad|stepmom|mate|pal|bestie"
 )
+_NOT_AFTER_PREPOSITION = "".join(
+    rf"(?<!\b{p}\s)" for p in ("to", "with", "for", "from", "by", "of", "at", "than")
+)
 _THIRD_SUBJECT = re.compile(
-    rf"\b(?:my|our)\s+(?:\w+\s+)?(?P<rel>{_RELATIONS})(?:'s)?(?:\s+(?-i:[A-Z])\w+)?\s+"
+    rf"{_NOT_AFTER_PREPOSITION}\b(?:my|our)\s+(?:\w+\s+)?(?P<rel>{_RELATIONS})(?:'s)?(?:\s+(?-i:[A-Z])\w+)?\s+"
     r"(?:(?:is|'s|was|are)\s+(?=\w+ing\b)|(?!is\b|'s\b|was\b|are\b))(?P<verb>\w+)",
     re.I,
 )
+"""'my sister moved': a party opening a clause. One after a preposition is an object ('the Swift went to my
+cousin', 'classes with my sister'), not who the statement is about."""
 _RELATION_WORDS = frozenset(re.findall(r"[a-z-]+", _RELATIONS.replace("s?", "")))
 RELATION_WORDS = _RELATION_WORDS
 """Who a fact is about, not what: 'my sister lives...' and 'my sister got...' share no attribute."""

@@ -51,6 +51,9 @@ LATER: dict[str, str] = {
     "(guards read from those two) once frozen",
     "nineteenth": "retirees, tradespeople and farmers in small towns, typing as they talk, a fifth of the "
     "statements long; written beside the eighteenth by another session, first read the same way",
+    "twentieth": "health, money, home and family admin told to an assistant app; written after round 19b was "
+    "scored, not read yet: score it once with the next frozen version",
+    "twentyfirst": "hobbyists and creatives in community chats; written beside the twentieth, not read yet",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

@@ -21,6 +21,8 @@ being true, and nothing else?
     python -m bench.facts --split seventeenth      #   round 19 was built, first read once it was frozen
     python -m bench.facts --split eighteenth       # an eighteenth and a nineteenth, written while those
     python -m bench.facts --split nineteenth       #   two were scored, first read by round 19b
+    python -m bench.facts --split twentieth        # a twentieth and a twenty-first, written after round
+    python -m bench.facts --split twentyfirst      #   19b was scored: not read yet
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
     python -m bench.facts --split dev --bulk       # each scenario written in one batch (an import)

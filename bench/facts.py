@@ -3,26 +3,8 @@ being true, and nothing else?
 
     python -m bench.facts --split dev              # develop here: the blind set's dev half
     python -m bench.facts --split heldout          # score once, after the mechanism is frozen
-    python -m bench.facts --split fresh            # a second blind set, written after v3 was built
-    python -m bench.facts --split third            # a third, written after v5 and rescoring were frozen
-    python -m bench.facts --split fourth           # a fourth, scored once after v6 was frozen
-    python -m bench.facts --split fifth            # a fifth, scored once after the pair judge was frozen
-    python -m bench.facts --split sixth            # a sixth, scored once after v8 was frozen
-    python -m bench.facts --split seventh          # a seventh, written after v8 was frozen
-    python -m bench.facts --split eighth           # an eighth, written after the seventh was scored
-    python -m bench.facts --split ninth            # a ninth and a tenth, written after query centring
-    python -m bench.facts --split tenth            #   was frozen (round 17)
-    python -m bench.facts --split eleventh         # an eleventh and a twelfth, written while round 18
-    python -m bench.facts --split twelfth          #   was built, first read once it was frozen
-    python -m bench.facts --split thirteenth       # a thirteenth, written after those two were scored
-    python -m bench.facts --split fourteenth       # a fourteenth and a fifteenth, a third of each
-    python -m bench.facts --split fifteenth        #   long statements
-    python -m bench.facts --split sixteenth        # a sixteenth and a seventeenth, written while
-    python -m bench.facts --split seventeenth      #   round 19 was built, first read once it was frozen
-    python -m bench.facts --split eighteenth       # an eighteenth and a nineteenth, written while those
-    python -m bench.facts --split nineteenth       #   two were scored, first read by round 19b
-    python -m bench.facts --split twentieth        # a twentieth and a twenty-first, written after round
-    python -m bench.facts --split twentyfirst      #   19b was scored: not read yet
+    python -m bench.facts --split nineteenth       # a later blind set (fresh ... twentyfirst): when each
+                                                   #   was written and first read, bench.fact_scenarios.LATER
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run
     python -m bench.facts --split dev --bulk       # each scenario written in one batch (an import)

@@ -46,11 +46,13 @@ class NoteTable(Mapping[str, Note]):
     def __init__(self, index: VectorIndex) -> None:
         self.index = index
         """Owns the id <-> slot mapping; replaced with it when a persisted index is adopted."""
-        self._records: list[bytes | None] = []
-        """Overlay by slot: a record written since the base, _GONE, or None (see the base)."""
+        self._records: dict[int, bytes] = {}
+        """Overlay: slot -> a record written since the base, or _GONE; a slot not in it reads the base. A
+        dict, not a list over every slot: the garbage collector walks a list's cells on every full pass (a
+        1M-slot list of Nones added ~10 ms to each after a reopen), and the overlay is empty then."""
+        self._extent = 0
+        """Slots the table knows of (the base's and any written since)."""
         self._base: Records | None = None
-        self._held = 0
-        """Overlay entries that are not None."""
         self._recent: dict[int, Note] = {}
         """Slot -> the note last decoded from it (oldest first); a write to the slot drops it."""
         self._holds = 0
@@ -150,7 +152,7 @@ class NoteTable(Mapping[str, Note]):
 
     def record(self, slot: int) -> bytes | memoryview | None:
         """The stored record (None: no note in that slot)."""
-        record = self._records[slot] if slot < len(self._records) else None
+        record = self._records.get(slot)
         if record is None:
             return self._base.get(slot) if self._base is not None else None
         return record or None
@@ -158,15 +160,15 @@ class NoteTable(Mapping[str, Note]):
     @property
     def held(self) -> int:
         """Records held in RAM (written since the base): what a snapshot would move to disk."""
-        return self._held
+        return len(self._records)
 
     def written(self, num_slots: int) -> np.ndarray:
         """Slot -> written or cleared since the base (every slot when there is no base): what a snapshot's
         notes file must write anew; the rest it may take from the base's snapshot."""
         out = np.ones(num_slots, dtype=bool)
         if self._base is not None:
-            known = min(num_slots, len(self._records))
-            out[:known] = np.fromiter((r is not None for r in self._records[:known]), bool, known)
+            out[: min(num_slots, self._extent)] = False
+            out[[s for s in self._records if s < num_slots]] = True
         return out
 
     def fill_unknown(self, num_slots: int) -> None:
@@ -216,31 +218,34 @@ class NoteTable(Mapping[str, Note]):
         a time: a snapshot packs with the tenant's lock released, and one whole-tenant conversion held the
         GIL for 0.8 s at 270k notes, stalling every search beside it (converting in chunks: 0.1 s)."""
         chunks = [pa.array([], pa.large_binary())]
+        overlay = np.fromiter(sorted(self._records), dtype=np.int64, count=len(self._records))
         for start in range(0, num_slots, _CHUNK):
-            chunks.append(self._record_chunk(start, min(start + _CHUNK, num_slots)))
+            end = min(start + _CHUNK, num_slots)
+            written = overlay[np.searchsorted(overlay, start) : np.searchsorted(overlay, end)]
+            chunks.append(self._record_chunk(start, end, written))
         return pa.concat_arrays(chunks)
 
-    def _record_chunk(self, start: int, end: int) -> pa.Array:
+    def _record_chunk(self, start: int, end: int, written: np.ndarray) -> pa.Array:
         """Slots start..end: the base's column where the overlay holds nothing (a slice of the map, not a
-        copy per record: 1.4 s of a 414k-note snapshot went to those), the overlay's records elsewhere."""
+        copy per record: 1.4 s of a 414k-note snapshot went to those), the overlay's records (`written`,
+        its slots in the range) elsewhere."""
         if self._base is None or end > len(self._base):
             records = (self.record(s) for s in range(start, end))
             return pa.array(
                 [bytes(r) if isinstance(r, memoryview) else r for r in records], pa.large_binary()
             )
-        overlay = self._records[start:end]
-        written = [i for i, r in enumerate(overlay) if r is not None]
         column = self._base.column.slice(start, end - start)
-        if not written:
+        if not len(written):
             return column
         mask = np.zeros(end - start, dtype=bool)
-        mask[written] = True
-        values = pa.array([overlay[i] or None for i in written], pa.large_binary())  # _GONE: null
+        mask[written - start] = True
+        # _GONE reads as null
+        values = pa.array([self._records[s] or None for s in written.tolist()], pa.large_binary())
         return pc.replace_with_mask(column, pa.array(mask), values)
 
     def adopt(self, base: Records, columns: dict[str, np.ndarray], speakers: list[str]) -> None:
         """Read records from `base` (a state file's), with its columns; the overlay starts empty."""
-        self._base, self._records, self._held = base, [None] * len(base), 0
+        self._base, self._records, self._extent = base, {}, len(base)
         self._recent.clear()
         self.timestamp, self.speaker = columns["timestamp"], columns["speaker"].astype(np.int32)
         self.chars, self.timely = columns["chars"].astype(np.int32), columns["timely"].astype(bool)
@@ -260,7 +265,6 @@ class NoteTable(Mapping[str, Note]):
         the columns read from the content stand. `ready`: what the note alone gives, computed before."""
         ready = ready or Prepared(encode(note), None, "")
         self._reserve(slot + 1)
-        self._held += self._records[slot] is None
         self._records[slot] = ready.record
         self._recent.pop(slot, None)
         self.timestamp[slot] = note.timestamp.timestamp()
@@ -278,8 +282,7 @@ class NoteTable(Mapping[str, Note]):
         self.created[slot] = micros(note.created_at) or 0
 
     def clear(self, slot: int) -> None:
-        if slot < len(self._records):
-            self._held += self._records[slot] is None
+        if slot < self._extent:
             self._records[slot] = _GONE
             self._recent.pop(slot, None)
             self.speaker[slot], self.chars[slot], self.timely[slot], self.stance[slot] = -1, 0, False, 0
@@ -296,8 +299,7 @@ class NoteTable(Mapping[str, Note]):
 
     def _reserve(self, need: int) -> None:
         """Columns grow by doubling: O(1) amortised per note, never a copy per batch."""
-        if need > len(self._records):
-            self._records.extend([None] * (need - len(self._records)))
+        self._extent = max(self._extent, need)
         if need > len(self.timestamp):
             cap = max(need, 2 * len(self.timestamp), MIN_CAPACITY)
             self.timestamp = grown(self.timestamp, cap, 0.0)

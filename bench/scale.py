@@ -12,7 +12,8 @@ marginal anonymous growth since the previous size, which leaves out the fixed co
 early); single-query search p50/p99 (default, and with `as_of`); serial, 8-thread and batched
 (`search_many`, 32 queries a call) QPS; the index tier and its recall@10 against exact search;
 reopen-to-first-search (a fresh process opens the store and answers one query); the time of `stats()`
-and of the first 50-note page in creation order (`page_ms`, what MCP `list_memories` reads). The many-tenant shape
+and of the first 50-note page in creation order (`page_ms`, what MCP `list_memories` reads); one full pass of
+the garbage collector (`gc_full_ms`: the pause a search pays when a collection lands in it). The many-tenant shape
 adds `per_tenant` notes to each of `tenants` tenants and measures RSS per tenant and the first search on
 a tenant after reopen. Each engine runs in its own subprocess (`--worker`), the baseline with PYTHONPATH
 pointing at its checkout, so both are measured by the same code in the same run.
@@ -21,6 +22,7 @@ pointing at its checkout, so both are measured by the same code in the same run.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -120,6 +122,15 @@ def admin_ms(mem: Any, tenant: str) -> dict[str, float]:
     return {"stats_ms": stats_ms, "page_ms": 1e3 * (time.perf_counter() - started)}
 
 
+def gc_full_ms() -> float:
+    """One full pass of Python's cyclic garbage collector over the process, in ms: the pause a search takes
+    when the collector runs inside it (rarely, but it sets the p99 of a hundred searches)."""
+    gc.collect()  # what is garbage now is not the pass's cost
+    started = time.perf_counter()
+    gc.collect()
+    return 1e3 * (time.perf_counter() - started)
+
+
 def query_texts(n: int) -> list[str]:
     from bench.synthetic import sentence
 
@@ -213,6 +224,7 @@ def measure(mem: Any, path: Path, pythonpath: str, queries: list[str], as_of: An
     row.update({f"search_{k}": v for k, v in latencies(mem, "big", queries).items()})
     row.update({f"as_of_{k}": v for k, v in latencies(mem, "big", queries[:100], as_of).items()})
     row.update(admin_ms(mem, "big"))
+    row["gc_full_ms"] = gc_full_ms()
     mem.close()  # the store lock allows one writer: reopen in a fresh process
     row["reopen_s"] = reopen(path, "big", pythonpath)["reopen_s"]
     return row
@@ -352,7 +364,7 @@ def main() -> None:
         "as_of_p99_ms",
     ]
     cols += ["search_qps", "concurrent_qps", "batch_qps", "tier", "ann_recall_at_10", "reopen_s"]
-    cols += ["stats_ms", "page_ms"]
+    cols += ["stats_ms", "page_ms", "gc_full_ms"]
     print(table(rows, cols))
     if args.remeasure:  # the grown curve's files stay as they are
         print(write_json("scale-remeasure", {"machine": machine(), "rows": rows}))

@@ -53,6 +53,19 @@ def test_a_short_fact_and_an_update_told_as_a_story_go_to_the_judge() -> None:
     assert judged(old, STORY, 0.99).supersedes
 
 
+def test_a_fact_told_at_length_and_its_update_in_a_line_go_to_the_judge() -> None:
+    old = (
+        "i live at 14 elm road with the other second years, the house is falling apart and the landlord "
+        "never answers but it's five minutes from campus"
+    )
+    new = "keys for 7 park terrace collected, boxes absolutely everywhere"
+    assert MAX_WORDS < len(old.split()) <= STORY_WORDS
+    assert judged(old, new, None) == Decision.keep(
+        f"longer than {MAX_WORDS} words and not read by the lexicon"
+    )
+    assert judged(old, new, 0.99).supersedes
+
+
 def test_two_long_turns_or_a_rambling_one_are_never_judged() -> None:
     long_old = "I train at PureGym on Deansgate " + "and honestly " * 10 + "I hate it"
     rambling = STORY + ", " + "and then we went for food " * 3

@@ -52,8 +52,14 @@ LATER: dict[str, str] = {
     "nineteenth": "retirees, tradespeople and farmers in small towns, typing as they talk, a fifth of the "
     "statements long; written beside the eighteenth by another session, first read the same way",
     "twentieth": "health, money, home and family admin told to an assistant app; written after round 19b was "
-    "scored, not read yet: score it once with the next frozen version",
-    "twentyfirst": "hobbyists and creatives in community chats; written beside the twentieth, not read yet",
+    "scored, first read by round 20 (a long old fact beside a short update judged) once frozen",
+    "twentyfirst": "hobbyists and creatives in community chats; written beside the twentieth, first read the "
+    "same way",
+    "twentysecond": "healthcare, hospitality, retail and gig workers typing between shifts, many in English as "
+    "a second language; written while round 20 was built, not read yet: score it once with the next frozen "
+    "version",
+    "twentythird": "parents and grandparents coordinating family life, long polite messages and very short "
+    "ones; written beside the twentysecond, not read yet",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

@@ -9,11 +9,11 @@ is counted under (or None when the answer passes), so a rejected item falls back
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from collections.abc import Iterable, Sequence
 
 from engine.annotate.schemas import NeighbourUpdate
+from engine.memo import memo
 from engine.model.note import Note
 from engine.text import stem, terms, tokens
 
@@ -23,7 +23,7 @@ _COPY_RATIO = 0.9
 _NEAR_RATIO = 0.8
 
 
-@functools.lru_cache(maxsize=4096)
+@memo(4096)
 def _stems(text: str) -> frozenset[str]:
     """Cached: the write path checks every update against its neighbour's words, and neighbours repeat."""
     return frozenset(terms(text))
@@ -38,7 +38,7 @@ def _in(term: str, vocabulary: frozenset[str]) -> bool:
     return any(w in vocabulary for w in _term_stems(term))
 
 
-@functools.lru_cache(maxsize=1 << 14)
+@memo(1 << 14)
 def _term_stems(term: str) -> tuple[str, ...]:
     return tuple(stem(t) for t in tokens(term))
 

@@ -8,7 +8,6 @@ closeness. The cosines come from the caller, which holds the encoders (`similari
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 
@@ -16,6 +15,7 @@ import numpy as np
 
 import engine.annotate.facts.cues as cues
 import engine.annotate.facts.occasions as occasions
+from engine.memo import memo
 
 __all__ = [
     "HIGH",
@@ -109,7 +109,7 @@ def says(text: str, value: str) -> bool:
     return bool(_value_pattern(value).search(text))
 
 
-@functools.lru_cache(maxsize=cues.CACHE)
+@memo(cues.CACHE)
 def _value_pattern(value: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.,]){re.escape(value)}(?![\w]|[.,]\d)", re.I)
 
@@ -129,7 +129,7 @@ def similarity(encode: Callable[[list[str]], np.ndarray], old_text: str, new_tex
     return float((vecs[1:] @ vecs[0]).max())
 
 
-@functools.lru_cache(maxsize=cues.CACHE)
+@memo(cues.CACHE)
 def masked_parts(new_text: str) -> tuple[str, ...]:
     """The masked new statement and its masked clauses (of two words or more), each once."""
     parts = [new_text] + [c for c in _CLAUSE.split(new_text) if len(c.split()) > 1]

@@ -38,7 +38,6 @@ true fact from default search.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -58,6 +57,7 @@ from engine.annotate.facts.attribute import (
 )
 from engine.annotate.facts.rules import frame_attribute, frame_distinct
 from engine.annotate.facts.rules import supersedes as frame_supersedes
+from engine.memo import memo
 
 __all__ = [
     "HIGH",
@@ -249,7 +249,7 @@ def is_fixed(text: str) -> bool:
     return _fixed(cues.normalise(text)) is not None
 
 
-@functools.lru_cache(maxsize=cues.CACHE)
+@memo(cues.CACHE)
 def _fixed(old_text: str) -> str | None:
     """Why the (normalised) old statement is never retired, or None."""
     if cues.is_question(old_text):
@@ -261,7 +261,7 @@ def _fixed(old_text: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=cues.CACHE)
+@memo(cues.CACHE)
 def _guard_cue(new_text: str) -> str | None:
     """The first guard cue of the new statement ("additive cue 'also'"): cached, as it depends on it alone."""
     for name, pattern in (

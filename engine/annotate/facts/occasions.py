@@ -5,10 +5,10 @@ weekly slot filled 'instead' is one attribute.
 
 from __future__ import annotations
 
-import functools
 import re
 
 from engine.annotate.facts.cues import CACHE, first_match
+from engine.memo import memo
 
 __all__ = ["one_off_event", "time_slots"]
 
@@ -45,7 +45,7 @@ _STANDING = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=CACHE)
+@memo(CACHE)
 def one_off_event(text: str) -> str | None:
     """The time phrase of a narrated one-off event ('Maya repaired a bicycle in Lisbon last week'): a
     simple-past verb placed on one occasion, with nothing in the present. What happened once stays true,
@@ -59,7 +59,7 @@ def one_off_event(text: str) -> str | None:
 _DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday weekend".split())
 
 
-@functools.lru_cache(maxsize=CACHE)
+@memo(CACHE)
 def time_slots(text: str) -> frozenset[str]:
     """Recurring calendar slots ('on Saturdays', 'my Sundays' -> 'saturday', 'sunday'): with a replacement
     cue, the same slot filled differently is the same attribute (what one does then)."""

@@ -14,12 +14,12 @@ explicit replacement cue ("instead", "no longer", "gave away").
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
 from engine.annotate.facts.frames import FRAMES, MULTI_VALUED, Frame, words
 from engine.annotate.facts.values import attribute_and_value, display
+from engine.memo import memo
 
 __all__ = ["Fact", "extract_facts", "frame_attribute", "frame_distinct", "supersedes"]
 
@@ -194,7 +194,7 @@ _CLAUSE = re.compile(
 _HYPOTHETICAL_START = re.compile(r"^\W*(?:if|unless|whether|in case|when|once|what if|imagine)\b", re.I)
 
 
-@functools.lru_cache(maxsize=65536)
+@memo(65536)
 def _extract(text: str, speaker: str | None) -> tuple[Fact, ...]:
     """Cached: the annotator asks about the same notes once per candidate pair, in two stages."""
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')

@@ -13,6 +13,7 @@ import functools
 import re
 
 import engine.annotate.facts.cues as cues
+from engine.memo import memo
 
 __all__ = ["ASSERTED", "HYPOTHETICAL", "NEGATED", "asks_about", "stance"]
 
@@ -29,7 +30,7 @@ _PLANS = re.compile(
 _NEGATION = re.compile(r"\b(?:not|never|no|nor|almost|nearly)\b|n't\b", re.I)
 
 
-@functools.lru_cache(maxsize=cues.CACHE)
+@memo(cues.CACHE)
 def stance(text: str) -> int:
     """ASSERTED, HYPOTHETICAL, NEGATED or another party's code (see OTHER_PARTY)."""
     text = cues.normalise(text)

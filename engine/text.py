@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import re
-
-from engine.memo import memo
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 
@@ -41,7 +40,7 @@ def tokens(text: str) -> list[str]:
     return _POSSESSIVE.sub("", " ".join(found).lower().replace("’", "'")).split(" ")
 
 
-@memo(1 << 16)
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light suffix stripper: enough to match plurals and simple verb forms, cheap enough for BM25."""
     for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):

@@ -12,8 +12,8 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 
+from engine.annotate.facts.memo import memo
 from engine.annotate.schemas import NeighbourUpdate
-from engine.memo import memo
 from engine.model.note import Note
 from engine.text import stem, terms, tokens
 

@@ -44,22 +44,25 @@ STORY = (
 )
 
 
-def test_a_short_fact_and_an_update_told_as_a_story_go_to_the_judge() -> None:
-    old = "I train at PureGym on Deansgate, rammed at 6pm"
-    assert MAX_WORDS < len(STORY.split()) <= STORY_WORDS
-    assert judged(old, STORY, None) == Decision.keep(
-        f"longer than {MAX_WORDS} words and not read by the lexicon"
-    )
-    assert judged(old, STORY, 0.99).supersedes
+LONG_OLD_FACT = (
+    "i live at 14 elm road with the other second years, the house is falling apart and the landlord "
+    "never answers but it's five minutes from campus"
+)
 
 
-def test_a_fact_told_at_length_and_its_update_in_a_line_go_to_the_judge() -> None:
-    old = (
-        "i live at 14 elm road with the other second years, the house is falling apart and the landlord "
-        "never answers but it's five minutes from campus"
-    )
-    new = "keys for 7 park terrace collected, boxes absolutely everywhere"
-    assert MAX_WORDS < len(old.split()) <= STORY_WORDS
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I train at PureGym on Deansgate, rammed at 6pm", STORY),  # an update told as a story
+        (
+            LONG_OLD_FACT,
+            "keys for 7 park terrace collected, boxes absolutely everywhere",
+        ),  # and the other way
+    ],
+)
+def test_a_short_statement_beside_a_long_one_goes_to_the_judge(old: str, new: str) -> None:
+    shorter, longer = sorted((len(old.split()), len(new.split())))
+    assert shorter <= MAX_WORDS < longer <= STORY_WORDS
     assert judged(old, new, None) == Decision.keep(
         f"longer than {MAX_WORDS} words and not read by the lexicon"
     )

@@ -15,7 +15,7 @@ import numpy as np
 
 import engine.annotate.facts.cues as cues
 import engine.annotate.facts.occasions as occasions
-from engine.memo import memo
+from engine.annotate.facts.memo import memo
 
 __all__ = [
     "HIGH",

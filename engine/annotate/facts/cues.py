@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from engine.memo import memo
+from engine.annotate.facts.memo import memo
 from engine.text import STOPWORDS, stem
 
 __all__ = [

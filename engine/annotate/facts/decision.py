@@ -55,9 +55,9 @@ from engine.annotate.facts.attribute import (
     says,
     similarity,
 )
+from engine.annotate.facts.memo import memo
 from engine.annotate.facts.rules import frame_attribute, frame_distinct
 from engine.annotate.facts.rules import supersedes as frame_supersedes
-from engine.memo import memo
 
 __all__ = [
     "HIGH",

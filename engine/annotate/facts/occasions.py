@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from engine.annotate.facts.cues import CACHE, first_match
-from engine.memo import memo
+from engine.annotate.facts.memo import memo
 
 __all__ = ["one_off_event", "time_slots"]
 

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 
 from engine.annotate.facts.frames import FRAMES, MULTI_VALUED, Frame, words
+from engine.annotate.facts.memo import memo
 from engine.annotate.facts.values import attribute_and_value, display
-from engine.memo import memo
 
 __all__ = ["Fact", "extract_facts", "frame_attribute", "frame_distinct", "supersedes"]
 

@@ -13,7 +13,7 @@ import functools
 import re
 
 import engine.annotate.facts.cues as cues
-from engine.memo import memo
+from engine.annotate.facts.memo import memo
 
 __all__ = ["ASSERTED", "HYPOTHETICAL", "NEGATED", "asks_about", "stance"]
 

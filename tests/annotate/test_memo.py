@@ -6,7 +6,7 @@ import functools
 import gc
 from collections.abc import Callable
 
-from engine.memo import memo
+from engine.annotate.facts.memo import memo
 
 
 def counted(maxsize: int) -> tuple[list[str], Callable[[str], str]]:

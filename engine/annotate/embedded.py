@@ -25,6 +25,7 @@ import numpy as np
 
 from engine.annotate.facts.cues import masked
 from engine.annotate.facts.decision import Decision, Statement, confirm, decide, masked_parts, similarity
+from engine.annotate.facts.pair_judge import pair_judge
 from engine.annotate.facts.sentence import sentence_encoder
 from engine.annotate.schemas import (
     Annotation,
@@ -247,10 +248,6 @@ class EmbeddedAnnotator:
         return self._judged.get(key)
 
     def _judge_missing(self, pairs: list[tuple[str, str]]) -> None:
-        # torch comes in with the judge, on the first pair that reaches it: a process that only reads never
-        # imports it (1.2 s of start-up, and ~60 ms added to every full pass of the garbage collector)
-        from engine.annotate.facts.pair_judge import pair_judge
-
         judge = pair_judge()
         missing = [p for p in dict.fromkeys(pairs) if p not in self._judged]
         if judge is None or not missing:

@@ -348,16 +348,23 @@ def negated_attribute(old_text: str, new_text: str) -> str | None:
     return None
 
 
+_PATTERNS: dict[tuple[str, int], re.Pattern[str]] = {}
+"""The cue patterns `first_match` has been given, by source and flags (a few dozen, for good)."""
+
+
 def first_match(pattern: re.Pattern[str], text: str) -> str | None:
-    return _first_match(pattern.pattern, pattern.flags, text)
+    key = (pattern.pattern, pattern.flags)
+    if key not in _PATTERNS:
+        _PATTERNS[key] = pattern
+    return _first_match(*key, text)
 
 
 @memo(4 * CACHE)
 def _first_match(source: str, flags: int, text: str) -> str | None:
-    """Keyed by the pattern's source and flags (re keeps the compiled pattern), not the pattern: a key of
-    strings and numbers is one the garbage collector stops tracking, one holding a compiled pattern it
-    walks on every full pass (117k such keys were 107 ms of a 345 ms pass after 30k notes written)."""
-    m = re.compile(source, flags).search(text)
+    """Keyed by the pattern's source and flags, not the pattern: a key of strings and numbers is one the
+    garbage collector stops tracking, one holding a compiled pattern it walks on every full pass (117k
+    such keys were 107 ms of a 345 ms pass after 30k notes written)."""
+    m = _PATTERNS[source, flags].search(text)
     return m.group(0).strip().lower() if m else None
 
 

@@ -56,10 +56,14 @@ LATER: dict[str, str] = {
     "twentyfirst": "hobbyists and creatives in community chats; written beside the twentieth, first read the "
     "same way",
     "twentysecond": "healthcare, hospitality, retail and gig workers typing between shifts, many in English as "
-    "a second language; written while round 20 was built, not read yet: score it once with the next frozen "
-    "version",
+    "a second language; written while round 20 was built, first read by it once frozen",
     "twentythird": "parents and grandparents coordinating family life, long polite messages and very short "
-    "ones; written beside the twentysecond, not read yet",
+    "ones; written beside the twentysecond, first read the same way",
+    "twentyfourth": "people who moved abroad or between cities writing home and to new friends, many in "
+    "English as a second language, a quarter of the statements long; written while round 21 (the judge at "
+    "0.95, whose possessive names the party) was built, first read by it once frozen",
+    "twentyfifth": "small-business owners, freelancers and the self-employed on their work and life, a quarter "
+    "of the statements long; written beside the twentyfourth, first read the same way",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

@@ -138,10 +138,41 @@ def test_a_recurring_slot_filled_instead_is_the_same_attribute() -> None:
             "kept: negated past cue 'was supposed to'",
         ),
         ("the rent went up and I considered moving to Boulder", "kept: hypothetical cue 'considered moving'"),
+        ("Tomas sold his place in Denver, off to Tampa", "kept: third person 'tomas'"),
+        ("my bf moved his stuff to Boulder, loves it there", "kept: third person 'my bf'"),
+        ("Ana's Denver office closed, she works from home", "kept: third person 'ana'"),
+        (
+            "stood in the agent's office to sign for Boulder and chickened out",
+            "kept: negated past cue 'chickened out'",
+        ),
+        (
+            "the Boulder lease was ready to sign and we got cold feet",
+            "kept: negated past cue 'got cold feet'",
+        ),
     ],
 )
 def test_each_guard_keeps_the_old_fact_with_its_reason(new: str, reason: str) -> None:
     assert judge("I live in Denver and have a dog.", new, sim=0.9) == Decision(False, reason)
+
+
+def test_a_new_value_replaces_only_one_of_its_kind() -> None:
+    """A name is replaced by a name and a number by a number: a measurement of the old thing or a count of
+    its troubles ('4th time this month') is news about it, not a new value."""
+    measured = judge("I ride a Brompton to work", "the Brompton does 25km a day now, legs of steel", sim=0.6)
+    counted = judge(
+        "we're on the 100 Mbps fibre deal with Zen", "Zen down again, 4th time this month", sim=0.6
+    )
+    assert not measured.supersedes and not counted.supersedes
+    assert cues.values("the Brompton does 25km a day") == {"brompton", "25"}
+    raised = judge("rent is 650 a month for my room", "paying 720 for the room since the increase", sim=0.6)
+    assert raised.supersedes
+
+
+def test_losing_ones_temper_ends_nothing() -> None:
+    assert not judge(
+        "My manager is Tom, he's fair.", "Tom lost it at the new intern today", sim=0.6
+    ).supersedes
+    assert judge("My manager is Tom, he's fair.", "lost Tom as my manager in the reorg", sim=0.6).supersedes
 
 
 def test_a_late_regret_is_no_plan() -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "normalise",
     "party_names",
     "third_party",
+    "value_kind",
     "values",
 ]
 
@@ -101,6 +102,10 @@ NEGATED_PAST = _rx(
     r"talked (?:me|us|him|her|them) out of",
     r"changed (?:my|our|his|her|their) minds?",
     r"decided against",
+    r"chickened out",
+    r"bottled it",
+    r"(?:got|get|getting) cold feet",
+    r"(?:couldn'?t|could not) go through with",
 )
 """A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't', 'was
 gonna get a new number', 'was supposed to move to the Hong Kong office', 'offered me head of department and I
@@ -156,7 +161,7 @@ ENDING = _rx(
     r"skipped",
     r"put (?:\w+ )?down",
     r"divorced",
-    r"lost",
+    r"lost(?! it\b)",
     r"(?<!getting )(?<!get )used to",
     r"(?:smoke|alcohol|sugar|meat|caffeine)[- ]free",
     r"no more",
@@ -281,8 +286,19 @@ _FIRST_OBJECT = re.compile(r"\b(?:me|my|mine|us|our)\b", re.I)  # 'you can reach
 _PRONOUN_SUBJECT = re.compile(
     r"^\W*(?:he|she|he's|she's|you|you're|you've|your)\b", re.I
 )  # not 'they': often a company
-_NAMED_OWNER = re.compile(r"^\W*(?P<name>[A-Z][a-z]+)'s\s+(?!my\b|our\b|the\b|a\b|an\b|been\b|not\b)[a-z]\w*")
-_NUMBER = re.compile(r"\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th|%))?", re.I)
+_NAMED_OWNER = re.compile(
+    r"^\W*(?P<name>[A-Z][a-z]+)'s\s+(?!my\b|our\b|the\b|a\b|an\b|been\b|not\b)[A-Za-z]\w*"
+)
+"""'Sue's NHS pension went up', 'Dev's contract ended': a named party's thing opens the statement."""
+_OWNER_SUBJECT = re.compile(
+    r"(?:^|[.!?]\s+)\W*(?:(?:my|our)\s+(?P<rel>[a-z]+)|(?P<name>(?-i:[A-Z])[a-z]+))(?:\s+[\w']+){1,3}?\s+(?:his|her)\b",
+    re.I,
+)
+"""A subject that changes its own thing ('Junior sold his Corolla', 'my bf cancelled his gold's'): the
+possessive says whose, whatever the subject is called."""
+_NUMBER = re.compile(r"\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th)(?![a-z])|%)?", re.I)
+"""A number and its unit: '45k', '10am', '3rd' (not '30km', which is 30 of something else)."""
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'&-]*(?:\s+(?:[A-Z0-9][\w'&-]*))*")
 _WORD_OR_MARK = re.compile(r"[a-z][a-z'-]*|[^\w\s]")
 """Words, and the marks between them: a comma ends a compound ('my number, save it')."""
@@ -431,7 +447,26 @@ def third_party(text: str) -> str | None:
     if m2 and not (m2.group(0).strip().lower().startswith("you") and _FIRST_OBJECT.search(text)):
         return m2.group(0).strip().lower()
     m3 = _NAMED_OWNER.search(text)
-    return m3.group("name").lower() if m3 else None
+    if m3:
+        return m3.group("name").lower()
+    return _owner_subject(text)
+
+
+def _owner_subject(text: str) -> str | None:
+    m = _OWNER_SUBJECT.search(text)
+    if m is None:
+        return None
+    if m.group("rel"):
+        return f"my {m.group('rel').lower()}"
+    name = m.group("name").lower()
+    return None if name in STOPWORDS or name.endswith("ly") else name  # 'Finally sold her, the old Corolla'
+
+
+def value_kind(value: str) -> str:
+    """'ordinal' ('3rd'), 'number' ('45k', '1,650') or 'name': a value replaces one of its own kind."""
+    if _ORDINAL.fullmatch(value):
+        return "ordinal"
+    return "number" if value[:1].isdigit() else "name"
 
 
 _JOINT = re.compile(r"(?:\band|&)\s*$", re.I)

@@ -39,6 +39,7 @@ true fact from default search.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import engine.annotate.facts.cues as cues
@@ -83,11 +84,14 @@ STORY_WORDS = 45
 general path stays out: people tell an update inside a little story ('the Foundry is tiny but I haven't
 waited for a rack once since joining ...'), or tell a fact at length and its update in a line. Two long
 turns are never judged."""
-JUDGE = 0.98
+JUDGE = 0.95
 """Pair-judge probability (engine.annotate.facts.pair_judge) at which it retires a fact the rules kept.
 Chosen on pairs the judge was not trained on (`python -m bench.pair_judge_train --validate
 bench/fact_pairs_health.jsonl`, docs/facts.md): 0.98 found 22 of 190 updates there beyond the rules'
-75 and retired 3 of 1,132 true facts beyond their 17; 0.95 found 12 more than 0.98 and retired 8 more."""
+75 and retired 3 of 1,132 true facts beyond their 17; 0.95 found 12 more than 0.98 and retired 8 more.
+Lowered from 0.98 in round 21 on the eight blind sets read since the judge was trained (sixteenth to
+twenty-third, 1,280 scenarios): 0.95 found 29 more of 560 updates and retired 3 more of 720 true facts, and
+LoCoMo dev's retirements stayed the same 5 turns (0.90: 44 more, 7 more, 2 more chat turns)."""
 masked = cues.masked
 
 
@@ -310,16 +314,24 @@ def _change(old_text: str, new_text: str) -> str | None:
         return f"attribute negated '{cue}'"
     cue = cues.first_match(cues.CHANGE, new_text)
     if old_values and kept == old_values:  # every value of the old statement is said again
-        came = sorted(new_values - old_values)  # ... next to a new one and a change: 'Seoul instead of Tokyo'
+        came = _replacing(kept, new_values - old_values)  # ... beside a new one: 'Seoul instead of Tokyo'
         return f"value '{sorted(kept)[0]}' -> '{came[0]}', change cue '{cue}'" if cue and came else None
     if cue := cue or cues.first_match(cues.RETURN, new_text):
         return f"change cue '{cue}'"
     if cues.first_match(cues.EPISODE, new_text):
         return None  # 'I went to bed at 2am last night': an episode, not a new standing value
-    gone, came = sorted(old_values - kept), sorted(new_values - old_values)
+    gone = sorted(old_values - kept)
+    came = _replacing(gone, new_values - old_values)
     if gone and came:
         return f"value '{gone[0]}' -> '{came[0]}'"
     return None
+
+
+def _replacing(old_values: Iterable[str], new_values: Iterable[str]) -> list[str]:
+    """The new values of a kind the old ones have: a name replaces a name, a number a number ('the Fiido
+    barely lasts 30 now' measures the bike; 'down again, 3rd time this month' counts, replacing no '150')."""
+    kinds = {cues.value_kind(v) for v in old_values}
+    return sorted(v for v in new_values if cues.value_kind(v) in kinds)
 
 
 def _ending(old_text: str, new_text: str, cue: str, names_old: bool) -> str | None:

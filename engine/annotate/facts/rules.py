@@ -87,14 +87,18 @@ def frame_attribute(
 def frame_distinct(
     old_content: str, old_speaker: str | None, new_content: str, new_speaker: str | None
 ) -> str | None:
-    """'amount: lease' vs 'amount: parking': the lexicon reads two amounts of two different things."""
-    old_facts = [f for f in _extract(old_content, old_speaker) if _is_standing(f)]
+    """'amount: lease' vs 'amount: parking': the lexicon reads two amounts of two different things (an amount
+    of no named thing, 'paying 720 for the room', may be of either)."""
+    old_facts = [f for f in _extract(old_content, old_speaker) if _is_standing(f) and _named_amount(f)]
     for new in _extract(new_content, new_speaker):
         for old in old_facts:
-            both_amounts = _kind(old.attribute) == "amount" == _kind(new.attribute)
-            if both_amounts and not _same_attribute(old.attribute, new.attribute):
+            if _named_amount(new) and not _same_attribute(old.attribute, new.attribute):
                 return f"'{old.attribute}' vs '{new.attribute}'"
     return None
+
+
+def _named_amount(fact: Fact) -> bool:
+    return _kind(fact.attribute) == "amount" and bool(fact.attribute.partition(":")[2].strip())
 
 
 def extract_facts(text: str, speaker: str | None) -> list[Fact]:

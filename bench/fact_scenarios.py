@@ -64,6 +64,11 @@ LATER: dict[str, str] = {
     "0.95, whose possessive names the party) was built, first read by it once frozen",
     "twentyfifth": "small-business owners, freelancers and the self-employed on their work and life, a quarter "
     "of the statements long; written beside the twentyfourth, first read the same way",
+    "twentysixth": "shift-based public-service workers (police, fire, ambulance, transport, forces) and their "
+    "families, clipped jargon beside long tired rambles, a third of the updates with an ordinary cue; written "
+    "while round 21b (the speaker's dropped 'I', numbers of one thing) was built, first read by it once frozen",
+    "twentyseventh": "teachers, academics, researchers and office and tech workers in work Slack and with "
+    "friends, the same share of cues; written beside the twentysixth, first read the same way",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

@@ -149,6 +149,7 @@ def test_a_recurring_slot_filled_instead_is_the_same_attribute() -> None:
             "the Boulder lease was ready to sign and we got cold feet",
             "kept: negated past cue 'got cold feet'",
         ),
+        ("had a look at flats in Boulder, but Denver it is", "kept: continuity: 'denver' stays"),
     ],
 )
 def test_each_guard_keeps_the_old_fact_with_its_reason(new: str, reason: str) -> None:
@@ -166,6 +167,21 @@ def test_a_new_value_replaces_only_one_of_its_kind() -> None:
     assert cues.values("the Brompton does 25km a day") == {"brompton", "25"}
     raised = judge("rent is 650 a month for my room", "paying 720 for the room since the increase", sim=0.6)
     assert raised.supersedes
+    waited = judge(
+        "I take the metro to work, 35 minutes door to door", "metro so packed, I waited for 3 trains"
+    )
+    assert not waited.supersedes and cues.units("I waited for 3 trains") == {"3": "train"}
+    moved = judge("the wedding is on 14 June, save the date", "we had to move the wedding to 6 September")
+    assert moved.supersedes and "'14' -> '6'" in moved.reason  # a month is no unit: dates replace dates
+    renamed = judge("my PSN is gabi_gol10, add me", "changed my PSN to rafinha_br, the old one was silly")
+    assert renamed.supersedes and cues.values("my PSN is gabi_gol10") == {"psn", "gabi_gol10"}
+
+
+def test_selling_out_ends_nothing() -> None:
+    d = judge(
+        "I run the cake stall at Leith market", "sold out of brownies at the Leith stall by noon", sim=0.6
+    )
+    assert not d.supersedes
 
 
 def test_losing_ones_temper_ends_nothing() -> None:

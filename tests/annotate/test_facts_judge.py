@@ -123,10 +123,12 @@ def test_the_old_values_said_again_are_a_restatement_the_judge_cannot_retire() -
         "i drive a 2012 honda civic",
         "im vegetarian, have been since uni",
         "We live in Capitol Hill, near the park",
+        "renting a room near the station, four of us and one bathroom",
     ],
 )
 def test_the_speaker_typed_in_lower_case_owns_the_old_fact(old: str) -> None:
-    """Chat types 'i' and 'im'; a sentence opens with 'We': the judge may read these as the speaker's own."""
+    """Chat types 'i' and 'im', or drops the 'I' ('renting a room ...'); a sentence opens with 'We': the
+    judge may read these as the speaker's own."""
     assert judged(old, "keys to the new place are in my hand, goodbye rental life", 0.99).supersedes
 
 
@@ -141,6 +143,12 @@ def test_a_day_in_the_old_facts_life_is_not_a_change_the_judge_may_read(new: str
     old = "i get the train to work, 45 min"
     assert judged(old, new, 0.99) == Decision.keep("no shared attribute")
     assert judged(old, "sold my season ticket, the bike gets me in faster", 0.99).supersedes
+
+
+def test_a_new_value_told_the_day_it_came_is_no_day_in_the_old_facts_life() -> None:
+    old = "saved about 6k for the deposit so far"
+    assert judged(old, "deposit pot hit 9k today, getting there", 0.99).supersedes
+    assert judged(old, "deposit pot got a bit bigger today", 0.99) == Decision.keep("no shared attribute")
 
 
 def test_a_judge_without_a_model_is_no_verdict() -> None:

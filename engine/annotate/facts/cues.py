@@ -39,6 +39,7 @@ __all__ = [
     "normalise",
     "party_names",
     "third_party",
+    "units",
     "value_kind",
     "values",
 ]
@@ -141,7 +142,7 @@ ENDING = _rx(
     r"quit",
     r"quitting",
     r"left",
-    r"sold",
+    r"sold(?! out)",
     r"dropped",
     r"ditched",
     r"gave up",
@@ -296,8 +297,10 @@ _OWNER_SUBJECT = re.compile(
 )
 """A subject that changes its own thing ('Junior sold his Corolla', 'my bf cancelled his gold's'): the
 possessive says whose, whatever the subject is called."""
-_NUMBER = re.compile(r"\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th)(?![a-z])|%)?", re.I)
-"""A number and its unit: '45k', '10am', '3rd' (not '30km', which is 30 of something else)."""
+_NUMBER = re.compile(r"(?<![a-z\d])\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th)(?![a-z])|%)?", re.I)
+"""A number and its unit: '45k', '10am', '3rd' (not '30km', which is 30 of something else, nor the 42 of 'Loon42')."""
+_HANDLE = re.compile(r"\b(?=\w*[a-z])(?=\w*[_\d])[a-z]\w{3,}\b", re.I)
+"""A user name or code typed as one word of letters with digits or underscores ('gabi_gol10', 'Loon42')."""
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'&-]*(?:\s+(?:[A-Z0-9][\w'&-]*))*")
 _WORD_OR_MARK = re.compile(r"[a-z][a-z'-]*|[^\w\s]")
@@ -403,7 +406,10 @@ _PRESENT = re.compile(
 )
 
 
-_KEPT_AFTER = r"(?:'s|\s+is)?\s+(?:stays?|staying|remains?|isn't going anywhere|is not going anywhere)\b"
+_KEPT_AFTER = (
+    r"(?:(?:'s|\s+is)?\s+(?:stays?|staying|remains?|isn't going anywhere|is not going anywhere)|\s+it is)\b"
+)
+"""'the Volvo stays', 'Mashreq it is' (the old name chosen again)."""
 _KEPT_BEFORE = r"\b(?:keeping|kept|keep)\s+(?:the|my|our)\s+(?:\w+\s+)?"
 
 
@@ -419,8 +425,18 @@ def kept_value(old_text: str, new_text: str) -> str | None:
 
 @memo(CACHE)
 def speaker_owned(text: str) -> bool:
-    """The statement is about the speaker ('I', 'my', 'we', 'our'), not about someone or something else."""
-    return bool(_FIRST_SUBJECT.search(text) or _FIRST_OBJECT.search(text)) and third_party(text) is None
+    """The statement is about the speaker ('I', 'my', 'we', 'our', or no subject at all: 'living with 4
+    others in Clapham'), not about someone or something else."""
+    first = _FIRST_SUBJECT.search(text) or _FIRST_OBJECT.search(text) or _NO_SUBJECT.match(text)
+    return bool(first) and third_party(text) is None
+
+
+_NO_SUBJECT = re.compile(
+    r"\W*(?:(?:so|just|finally|honestly|currently|already|mostly)\s+)?[a-z]{3,}(?:ing|ed)\s+(?!(?:is|was)\b)[a-z]",
+    re.I,
+)
+"""Chat drops the speaker's 'I': a statement that opens on a verb ('delivering for Deliveroo on weekends',
+'adopted a kelpie') is the speaker's own (not 'Cooking is fun', 'Amazing, John!')."""
 
 
 @memo(CACHE)
@@ -462,6 +478,22 @@ def _owner_subject(text: str) -> str | None:
     return None if name in STOPWORDS or name.endswith("ly") else name  # 'Finally sold her, the old Corolla'
 
 
+@memo(CACHE)
+def units(text: str) -> Mapping[str, str]:
+    """Number -> the thing it counts, where a content word follows it ('35 minutes' -> 'minut', '3 trains'
+    -> 'train'); a number followed by no such word ('650 a month') or by a month ('14 June') counts anything."""
+    out: dict[str, str] = {}
+    for m in _NUMBER.finditer(text):
+        after = _UNIT.match(text, m.end())
+        if after and (word := after.group(1).lower()) not in _NOT_CONTENT and word not in _CALENDAR:
+            value = m.group(0).lower().strip("$.,:")
+            out[value] = out[value.replace(",", "")] = stem(word)
+    return out
+
+
+_UNIT = re.compile(r"\s?([a-z]{2,})\b", re.I)
+
+
 def value_kind(value: str) -> str:
     """'ordinal' ('3rd'), 'number' ('45k', '1,650') or 'name': a value replaces one of its own kind."""
     if _ORDINAL.fullmatch(value):
@@ -475,8 +507,10 @@ _JOINT = re.compile(r"(?:\band|&)\s*$", re.I)
 
 @memo(CACHE)
 def values(text: str) -> frozenset[str]:
-    """Numbers and proper names, lowercased word by word: what differs between two values of one attribute."""
+    """Numbers, proper names and handles ('gabi_gol10'), lowercased word by word: what differs between two
+    values of one attribute."""
     found = {m.group(0).lower().strip("$.,:") for m in _NUMBER.finditer(text)}
+    found |= {m.group(0).lower() for m in _HANDLE.finditer(text)}
     for m in _NAME.finditer(text):
         found |= {w.lower().removesuffix("'s") for w in m.group(0).split() if w not in _NOT_VALUES}
     found |= {w.replace(",", "") for w in found}

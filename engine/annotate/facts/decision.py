@@ -190,8 +190,10 @@ _EPISODE_NOW = re.compile(r"\b(?:today|again|last night|yesterday|this morning|t
 def _episode_of(old_text: str, new_text: str) -> bool:
     """The new statement tells a day in the old fact's life ('washed the golf today', 'train was late again
     this morning'): it names the old thing next to a one-off time, and the judge reads such news as change."""
-    if not _EPISODE_NOW.search(new_text):
-        return False
+    if not _EPISODE_NOW.search(new_text) or _replaced(old_text, new_text):
+        return (
+            False  # 'deposit account hit 15k today' after '8k saved' is the new value, told the day it came
+        )
     return bool(cues.all_stems(old_text) & cues.all_stems(new_text))
 
 
@@ -314,24 +316,44 @@ def _change(old_text: str, new_text: str) -> str | None:
         return f"attribute negated '{cue}'"
     cue = cues.first_match(cues.CHANGE, new_text)
     if old_values and kept == old_values:  # every value of the old statement is said again
-        came = _replacing(kept, new_values - old_values)  # ... beside a new one: 'Seoul instead of Tokyo'
+        came = _replacing(
+            kept, new_values - old_values, old_text, said
+        )  # beside it: 'Seoul instead of Tokyo'
         return f"value '{sorted(kept)[0]}' -> '{came[0]}', change cue '{cue}'" if cue and came else None
     if cue := cue or cues.first_match(cues.RETURN, new_text):
         return f"change cue '{cue}'"
     if cues.first_match(cues.EPISODE, new_text):
         return None  # 'I went to bed at 2am last night': an episode, not a new standing value
     gone = sorted(old_values - kept)
-    came = _replacing(gone, new_values - old_values)
+    came = _replacing(gone, new_values - old_values, old_text, said)
     if gone and came:
         return f"value '{gone[0]}' -> '{came[0]}'"
     return None
 
 
-def _replacing(old_values: Iterable[str], new_values: Iterable[str]) -> list[str]:
-    """The new values of a kind the old ones have: a name replaces a name, a number a number ('the Fiido
-    barely lasts 30 now' measures the bike; 'down again, 3rd time this month' counts, replacing no '150')."""
-    kinds = {cues.value_kind(v) for v in old_values}
-    return sorted(v for v in new_values if cues.value_kind(v) in kinds)
+def _replacing(
+    old_values: Iterable[str], new_values: Iterable[str], old_text: str, new_text: str
+) -> list[str]:
+    """The new values of a kind the old ones have: a name replaces a name, a number a number of the same
+    thing ('the Fiido barely lasts 30km now' measures the bike; 'down again, 3rd time this month' replaces
+    no '150'; '3 trains' no '35 minutes')."""
+    old_units, new_units = cues.units(old_text), cues.units(new_text)
+    kinds = {(cues.value_kind(v), old_units.get(v)) for v in old_values}
+
+    def fits(value: str) -> bool:
+        kind, unit = cues.value_kind(value), new_units.get(value)
+        return any(kind == k and (unit is None or u is None or unit == u) for k, u in kinds)
+
+    return sorted(v for v in new_values if fits(v))
+
+
+def _replaced(old_text: str, new_text: str) -> bool:
+    """A number of the old statement gone and one of the same thing in its place ('£1,400' / '£1,650 from
+    July'). Not a name: a day in the old thing's life names other things ('took the Serena in today, so the
+    trip to Nikko ...')."""
+    old_values, new_values = cues.values(old_text), cues.values(new_text)
+    gone = [v for v in old_values if cues.value_kind(v) == "number" and not says(new_text, v)]
+    return bool(gone and _replacing(gone, new_values - old_values, old_text, new_text))
 
 
 def _ending(old_text: str, new_text: str, cue: str, names_old: bool) -> str | None:

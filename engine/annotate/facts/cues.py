@@ -292,13 +292,15 @@ _NAMED_OWNER = re.compile(
 )
 """'Sue's NHS pension went up', 'Dev's contract ended': a named party's thing opens the statement."""
 _OWNER_SUBJECT = re.compile(
-    r"(?:^|[.!?]\s+)\W*(?:(?:my|our)\s+(?P<rel>[a-z]+)|(?P<name>(?-i:[A-Z])[a-z]+))(?:\s+[\w']+){1,3}?\s+(?:his|her)\b",
+    r"(?:^|[.!?]\s+)\W*(?:(?:my|our)\s+(?P<rel>[a-z]+)|(?P<name>(?-i:[A-Z])[a-z]+))"
+    r"(?:\s+[\w']+){1,3}?\s+(?:his|her)\b",
     re.I,
 )
 """A subject that changes its own thing ('Junior sold his Corolla', 'my bf cancelled his gold's'): the
 possessive says whose, whatever the subject is called."""
 _NUMBER = re.compile(r"(?<![a-z\d])\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th)(?![a-z])|%)?", re.I)
-"""A number and its unit: '45k', '10am', '3rd' (not '30km', which is 30 of something else, nor the 42 of 'Loon42')."""
+"""A number and its unit: '45k', '10am', '3rd' (not '30km', which is 30 of something else; not the 42 of
+'Loon42')."""
 _HANDLE = re.compile(r"\b(?=\w*[a-z])(?=\w*[_\d])[a-z]\w{3,}\b", re.I)
 """A user name or code typed as one word of letters with digits or underscores ('gabi_gol10', 'Loon42')."""
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
@@ -432,7 +434,8 @@ def speaker_owned(text: str) -> bool:
 
 
 _NO_SUBJECT = re.compile(
-    r"\W*(?:(?:so|just|finally|honestly|currently|already|mostly)\s+)?[a-z]{3,}(?:ing|ed)\s+(?!(?:is|was)\b)[a-z]",
+    r"\W*(?:(?:so|just|finally|honestly|currently|already|mostly)\s+)?"
+    r"[a-z]{3,}(?:ing|ed)\s+(?!(?:is|was)\b)[a-z]",
     re.I,
 )
 """Chat drops the speaker's 'I': a statement that opens on a verb ('delivering for Deliveroo on weekends',
@@ -481,7 +484,8 @@ def _owner_subject(text: str) -> str | None:
 @memo(CACHE)
 def units(text: str) -> Mapping[str, str]:
     """Number -> the thing it counts, where a content word follows it ('35 minutes' -> 'minut', '3 trains'
-    -> 'train'); a number followed by no such word ('650 a month') or by a month ('14 June') counts anything."""
+    -> 'train'); a number followed by no such word ('650 a month') or by a month ('14 June') counts
+    anything."""
     out: dict[str, str] = {}
     for m in _NUMBER.finditer(text):
         after = _UNIT.match(text, m.end())

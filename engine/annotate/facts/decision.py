@@ -190,10 +190,10 @@ _EPISODE_NOW = re.compile(r"\b(?:today|again|last night|yesterday|this morning|t
 def _episode_of(old_text: str, new_text: str) -> bool:
     """The new statement tells a day in the old fact's life ('washed the golf today', 'train was late again
     this morning'): it names the old thing next to a one-off time, and the judge reads such news as change."""
-    if not _EPISODE_NOW.search(new_text) or _replaced(old_text, new_text):
-        return (
-            False  # 'deposit account hit 15k today' after '8k saved' is the new value, told the day it came
-        )
+    if not _EPISODE_NOW.search(new_text):
+        return False
+    if _replaced(old_text, new_text):  # 'deposit hit 15k today' after '8k saved': the new value's day
+        return False
     return bool(cues.all_stems(old_text) & cues.all_stems(new_text))
 
 
@@ -316,9 +316,8 @@ def _change(old_text: str, new_text: str) -> str | None:
         return f"attribute negated '{cue}'"
     cue = cues.first_match(cues.CHANGE, new_text)
     if old_values and kept == old_values:  # every value of the old statement is said again
-        came = _replacing(
-            kept, new_values - old_values, old_text, said
-        )  # beside it: 'Seoul instead of Tokyo'
+        # ... beside a new one of its kind and a change cue: 'Seoul instead of Tokyo'
+        came = _replacing(kept, new_values - old_values, old_text, said)
         return f"value '{sorted(kept)[0]}' -> '{came[0]}', change cue '{cue}'" if cue and came else None
     if cue := cue or cues.first_match(cues.RETURN, new_text):
         return f"change cue '{cue}'"

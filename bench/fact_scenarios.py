@@ -69,6 +69,11 @@ LATER: dict[str, str] = {
     "while round 21b (the speaker's dropped 'I', numbers of one thing) was built, first read by it once frozen",
     "twentyseventh": "teachers, academics, researchers and office and tech workers in work Slack and with "
     "friends, the same share of cues; written beside the twentysixth, first read the same way",
+    "twentyeighth": "athletes, coaches, gym-goers and people managing a health condition, terse log lines beside "
+    "long rambles, a third of the updates with an ordinary cue; written after round 21b was scored, not read "
+    "yet: score it once with the next frozen version",
+    "twentyninth": "renters, homeowners and landlords dealing with utilities, banks, insurers and councils, formal "
+    "or irritated, with reference numbers; written beside the twentyeighth, not read yet",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

@@ -3,7 +3,7 @@ being true, and nothing else?
 
     python -m bench.facts --split dev              # develop here: the blind set's dev half
     python -m bench.facts --split heldout          # score once, after the mechanism is frozen
-    python -m bench.facts --split nineteenth       # a later blind set (fresh ... twentyfirst): when each
+    python -m bench.facts --split nineteenth       # a later blind set (fresh ... twentyseventh): when each
                                                    #   was written and first read, bench.fact_scenarios.LATER
     python -m bench.facts --split old92            # the project's own 92 scenarios (bench/fact_scenarios.py)
     python -m bench.facts --split dev --rules-only # the decision alone, no engine run

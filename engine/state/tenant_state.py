@@ -48,9 +48,11 @@ class TenantMemory:
         self.index = VectorIndex(dim, use_cuda=use_cuda, config=index_config)
         self.notes = NoteTable(self.index)
         self.lexical = LexicalIndex()
-        self.backlinks: dict[int, list[int]] = {}
+        self.backlinks: dict[int, tuple[int, ...]] = {}
         """Target slot -> slots of the notes linking to it (derived from the links in the records); an
-        overlay over `_base_links` (CSR offsets, slots) for the targets changed since it was packed."""
+        overlay over `_base_links` (CSR offsets, slots) for the targets changed since it was packed. Tuples
+        of ints, replaced on each edit: a process that grew a tenant holds one per linked note, and the
+        collector walks every list on each full pass, where it stops tracking a tuple of ints."""
         self._base_links = _NO_LINKS
         self.history = History(scratch)
         self._sources: dict[int, int] = {}
@@ -116,10 +118,10 @@ class TenantMemory:
         offsets, slots = self._base_links
         return slots[offsets[slot] : offsets[slot + 1]].tolist() if slot + 1 < len(offsets) else []
 
-    def _backlinks_edit(self, slot: int) -> list[int]:
-        if slot not in self.backlinks:
-            self.backlinks[slot] = self.backlinks_of(slot)
-        return self.backlinks[slot]
+    def _linking(self, slot: int) -> tuple[int, ...]:
+        if slot in self.backlinks:
+            return self.backlinks[slot]
+        return tuple(self.backlinks_of(slot))
 
     # --- packing (snapshots) ----------------------------------------------------------------
     def pack(self) -> Packed:
@@ -254,15 +256,16 @@ class TenantMemory:
         for target in note.link_targets():
             at = self.index.slot_of.get(target)
             if at is not None:
-                self._backlinks_edit(at).append(slot)
+                self.backlinks[at] = (*self._linking(at), slot)
         for source in note.source_ids:
             self._set_source(source_key(source), slot)
 
     def _unlink(self, slot: int, note: Note) -> None:
         for target in note.link_targets():
             at = self.index.slot_of.get(target)
-            if at is not None and slot in (linking := self._backlinks_edit(at)):
-                linking.remove(slot)
+            if at is not None and slot in (linking := self._linking(at)):
+                i = linking.index(slot)
+                self.backlinks[at] = linking[:i] + linking[i + 1 :]
         for source in note.source_ids:
             self._drop_source(source_key(source), slot)
 
@@ -273,7 +276,7 @@ class TenantMemory:
         self._unlink(slot, self.notes.at(slot))
         self.lexical.remove(slot)
         self.history.drop(note_id)
-        others, self.backlinks[slot] = self.backlinks_of(slot), []
+        others, self.backlinks[slot] = self.backlinks_of(slot), ()
         for other in others:
             note = self.notes.at(other)
             note.links = [link for link in note.links if link.target != note_id]

@@ -3,6 +3,7 @@ an overlay; a damaged state file falls back to the Parquet notes with a warning.
 
 from __future__ import annotations
 
+import gc
 import logging
 import shutil
 from datetime import UTC, datetime, timedelta
@@ -265,6 +266,8 @@ def test_packed_backlinks_equal_the_lists_slot_by_slot_after_edits_over_a_state_
     tm.apply(ChangeSet(upserts=[(n, _vec(i)) for i, n in enumerate([*later, notes[7]], 40)]))
     tm.apply(ChangeSet(deletes=["n5", "n44"]))
     assert tm.backlinks  # edited targets are in the overlay
+    gc.collect()
+    assert not any(gc.is_tracked(linking) for linking in tm.backlinks.values())  # no work for the collector
     p = tm.pack()
     n = tm.index.num_slots
     assert len(p.backlink_offsets) == n + 1

@@ -175,6 +175,11 @@ def test_a_new_value_replaces_only_one_of_its_kind() -> None:
     assert moved.supersedes and "'14' -> '6'" in moved.reason  # a month is no unit: dates replace dates
     renamed = judge("my PSN is gabi_gol10, add me", "changed my PSN to rafinha_br, the old one was silly")
     assert renamed.supersedes and cues.values("my PSN is gabi_gol10") == {"psn", "gabi_gol10"}
+    # a reference's digits are no number of anything; an age group's are
+    assert cues.values("complaint ref VF-221908") == {"vf-221908"}
+    assert cues.values("I coach the under-11s") == {"11"}
+    ref = judge("I'm with Vodafone, the 150Mb one", "Vodafone down again, complaint ref VF-221908", sim=0.6)
+    assert not ref.supersedes
 
 
 def test_selling_out_ends_nothing() -> None:

@@ -33,7 +33,6 @@ __all__ = [
     "negated_attribute",
     "REPLACING",
     "first_match",
-    "is_question",
     "masked",
     "renewed",
     "normalise",
@@ -68,6 +67,9 @@ HYPOTHETICAL = _rx(
     r"(?:am|'m|are|'re|is|'s) going to",
     r"thinking (?:about|of)",
     r"considering",
+    r"wondering (?:whether|if|about)",
+    r"tempted to",
+    r"toying with",
     r"(?:considered|contemplated) \w+ing",
     r"maybe",
     r"might",
@@ -80,7 +82,8 @@ HYPOTHETICAL = _rx(
     r"next (?:week|weekend|month|year)",
     r"one day",
 )
-"""Not (yet) true: 'if I got the job I'd move', 'someday I want an EV', 'considering going vegetarian'.
+"""Not (yet) true: 'if I got the job I'd move', 'someday I want an EV', 'considering going vegetarian',
+'tempted to cancel the gym'.
 A late regret is no plan: 'should've done it years ago' says it is done now."""
 
 NEGATED_PAST = _rx(
@@ -249,7 +252,6 @@ def possessed(text: str) -> frozenset[str]:
     return frozenset({stem(m.group(1).lower()) for m in _POSSESSED.finditer(text)} - {"own", "life", "way"})
 
 
-_QUESTION = re.compile(r"\?\s*(?:[\W_]*)$")
 _RELATIONS = (
     r"brother|sister|sibling|mom|mum|mother|dad|father|parents?|wife|husband|spouse|partner|son|daughter|"
     r"kids?|child|children|baby|friend|buddy|neighbou?r|roommate|flatmate|housemate|coworker|co-worker|"
@@ -298,9 +300,11 @@ _OWNER_SUBJECT = re.compile(
 )
 """A subject that changes its own thing ('Junior sold his Corolla', 'my bf cancelled his gold's'): the
 possessive says whose, whatever the subject is called."""
-_NUMBER = re.compile(r"(?<![a-z\d])\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th)(?![a-z])|%)?", re.I)
+_NUMBER = re.compile(
+    r"(?<![a-z\d])(?<!(?-i:[A-Z])-)\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th)(?![a-z])|%)?", re.I
+)
 """A number and its unit: '45k', '10am', '3rd' (not '30km', which is 30 of something else; not the 42 of
-'Loon42')."""
+'Loon42', nor the 221908 of a reference 'VF-221908'; the 11 of 'under-11s' is one)."""
 _HANDLE = re.compile(r"\b(?=\w*[a-z])(?=\w*[_\d])[a-z]\w{3,}\b", re.I)
 """A user name or code typed as one word of letters with digits or underscores ('gabi_gol10', 'Loon42')."""
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
@@ -389,14 +393,6 @@ def _first_match(source: str, flags: int, text: str) -> str | None:
     return m.group(0).strip().lower() if m else None
 
 
-@memo(CACHE)
-def is_question(text: str) -> bool:
-    """The statement opens or ends with a question ('Did you see the game? What a finish!')."""
-    sentences = [x for x in _SENTENCE.split(text.strip()) if x.strip()]
-    return bool(sentences) and any(_QUESTION.search(x) for x in (sentences[0], sentences[-1]))
-
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _PAST_EVENT = re.compile(
     r"\b(?:went|was|were|did|had|saw|watched|finished|fixed|spent|made|took|came|tried|visited|met|ate|"
     r"played|forgot|loved|enjoyed|used to)\b",
@@ -505,8 +501,10 @@ def value_kind(value: str) -> str:
     return "number" if value[:1].isdigit() else "name"
 
 
-_JOINT = re.compile(r"(?:\band|&)\s*$", re.I)
-"""What comes right before the speaker's 'I' joins them to the subject: 'my wife and I', 'mum & i' (so no party)."""
+_JOINT = re.compile(rf"(?:\b(?:{_RELATIONS})(?:\s+\w+)?|\b(?-i:[A-Z])[a-z]+)\s*(?:\band|&)\s*$", re.I)
+"""A party joined to the speaker's 'I' ('my wife and I', 'mum & i', 'Sarah and I', 'my boyfriend jake and
+i') is no other subject;
+'... across the drive and we're fighting over it' joins no party."""
 
 
 @memo(CACHE)

@@ -70,10 +70,15 @@ LATER: dict[str, str] = {
     "twentyseventh": "teachers, academics, researchers and office and tech workers in work Slack and with "
     "friends, the same share of cues; written beside the twentysixth, first read the same way",
     "twentyeighth": "athletes, coaches, gym-goers and people managing a health condition, terse log lines beside "
-    "long rambles, a third of the updates with an ordinary cue; written after round 21b was scored, not read "
-    "yet: score it once with the next frozen version",
+    "long rambles, a third of the updates with an ordinary cue; written after round 21b was scored, first read "
+    "by it",
     "twentyninth": "renters, homeowners and landlords dealing with utilities, banks, insurers and councils, formal "
-    "or irritated, with reference numbers; written beside the twentyeighth, not read yet",
+    "or irritated, with reference numbers; written beside the twentyeighth, first read the same way",
+    "thirtieth": "retirees, grandparents and older adults (pensions, clubs, volunteering, GP surgeries, care), a "
+    "quarter of the statements long, a third of the updates with an ordinary cue; written while round 22 (news "
+    "told before a question, a trailing aside's cue) was built, first read by it once frozen",
+    "thirtyfirst": "freelancers, gig workers and small-business owners (clients, rates, tools, platforms, "
+    "premises), the same shares; written beside the thirtieth, first read the same way",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

@@ -96,19 +96,32 @@ def selector(allowed: np.ndarray) -> tuple[faiss.IDSelector, np.ndarray]:
 
 
 def search_ann(
-    store: faiss.Index, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int, ef: int
+    store: faiss.Index,
+    queries: np.ndarray,
+    k: int,
+    allowed: np.ndarray,
+    n_allowed: int,
+    ef: int,
+    packed: list[np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """HNSW search filtered inside FAISS. A mask allowing a share f of the nodes widens the beam to
     ef / sqrt(f) (capped), which keeps recall where a fixed beam would run out of allowed candidates.
     On bench/scale.py's 1M tenant (beam 512, recall@10 0.96 unmasked) it keeps recall at 0.97-0.99 for
-    f = 0.1-0.75 (held-out queries; docs/scale.md, round 7); ef / f bought 0.99+ at up to twice the time."""
+    f = 0.1-0.75 (held-out queries; docs/scale.md, round 7); ef / f bought 0.99+ at up to twice the time.
+    `packed`: a holder of the mask's bitmap, filled on first use, for a caller that searches it again."""
     if n_allowed == len(allowed):
         params = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
             efSearch=max(ef, k)
         )
         return store.search(queries, k, params=params)
     share = n_allowed / max(1, len(allowed))
-    sel, bitmap = selector(allowed)
+    if packed is None:
+        sel, bitmap = selector(allowed)
+    else:
+        if not packed:  # two threads may both pack: the same bits, either is kept
+            packed.append(np.packbits(allowed, bitorder="little"))
+        bitmap = packed[0]
+        sel = faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap))
     beam = int(min(max(ef, k) / math.sqrt(max(share, 1e-6)), _MAX_BEAM))
     params = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
         sel=sel, efSearch=max(beam, k)

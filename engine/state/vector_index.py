@@ -48,6 +48,10 @@ class VectorIndex:
         self.slot_of: dict[str, int] = {}
         self._free: list[int] = []
         self.live = np.zeros(0, dtype=bool)
+        self._live_version = 0
+        """Moves with every change of `live`: keys `_masked`."""
+        self._masked: tuple[np.ndarray, int, np.ndarray, int, list[np.ndarray]] | None = None
+        """The last read-only mask searched with: (mask, live version, live & mask, its count, [bitmap])."""
         self._stale: set[int] = set()
         """ANN-tier slots whose row moved far from where the graph linked it: searched exactly too."""
         self._adds = GraphAdd(dim)
@@ -132,6 +136,7 @@ class VectorIndex:
         self.ids[slot] = note_id
         self.slot_of[note_id] = slot
         self.live[slot] = True
+        self._live_version += 1
 
     def _grow(self, block: np.ndarray) -> int:
         """Append rows for new slots; returns the first slot. In the ann tier the rows join the HNSW
@@ -140,6 +145,7 @@ class VectorIndex:
         first = len(self.ids)
         self.ids.extend([None] * len(block))
         self.live = np.concatenate([self.live, np.zeros(len(block), dtype=bool)])
+        self._live_version += 1
         if self._sum is not None:
             self._sum += block.sum(axis=0, dtype=np.float64)
         if self._gpu:
@@ -170,6 +176,7 @@ class VectorIndex:
             self._view[slot] = 0.0
             self.ids[slot] = None
             self.live[slot] = False
+            self._live_version += 1
             self._free.append(slot)
             if self._gpu:
                 self._gpu.write(slot, self._view[slot])
@@ -269,8 +276,7 @@ class VectorIndex:
             self._adds.last_query = time.monotonic()
         if not self._adds.running or self._gpu or background:  # a write's search waits: its
             self._settle()  # HNSW search and the add, each on both cores, ran slower side by side
-        allowed = self.live if mask is None else (self.live & mask)
-        n_allowed = int(np.count_nonzero(allowed))  # ~20x faster than sum() over a bool array
+        allowed, n_allowed, packed = self._allowed(mask)
         k = min(k, n_allowed)
         queries = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.dim)
         if k == 0:
@@ -278,32 +284,63 @@ class VectorIndex:
         if self._gpu:
             scores, slots = self._gpu.search(queries, k, allowed)
         else:
-            scores, slots = self._search_cpu(queries, k, allowed, n_allowed, ef)
+            scores, slots = self._search_cpu(queries, k, allowed, n_allowed, ef, packed)
         return [
             [(int(s), float(c)) for s, c in zip(row_s, row_c, strict=True) if s >= 0]
             for row_s, row_c in zip(slots, scores, strict=True)
         ]
 
+    def _allowed(self, mask: np.ndarray | None) -> tuple[np.ndarray, int, list[np.ndarray]]:
+        """`live & mask`, its count, and a holder for its FAISS bitmap: kept for the last read-only mask
+        (engine.recall.visible shares one per validity and `as_of`) until `live` changes. Searches
+        between writes repeat a few masks, and the and, the count and the packing are each a pass over
+        every slot (~0.2-0.3 ms of a search at 1M notes)."""
+        memo = self._masked
+        if mask is not None and memo is not None and memo[0] is mask and memo[1] == self._live_version:
+            return memo[2], memo[3], memo[4]
+        version = self._live_version  # read first: a write meanwhile leaves a memo that never matches
+        allowed = self.live if mask is None else (self.live & mask)
+        n_allowed = int(np.count_nonzero(allowed))  # ~20x faster than sum() over a bool array
+        packed: list[np.ndarray] = []
+        if mask is not None and not mask.flags.writeable:
+            self._masked = (mask, version, allowed, n_allowed, packed)
+        return allowed, n_allowed, packed
+
     def _search_cpu(
-        self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int, ef: int | None
+        self,
+        queries: np.ndarray,
+        k: int,
+        allowed: np.ndarray,
+        n_allowed: int,
+        ef: int | None,
+        packed: list[np.ndarray],
     ) -> tuple[np.ndarray, np.ndarray]:
         few = len(queries) < _BLAS_MIN_QUERIES
         with ann.one_thread() if few else nullcontext():
             if self.tier == ann.ANN:
                 beam = ef or self.config.search_beam(len(self))
                 with self._adds.reading():
-                    return self._search_adding(queries, k, allowed, beam)
+                    return self._search_adding(queries, k, allowed, beam, (n_allowed, packed))
             return self._search_exact(queries, k, allowed, n_allowed)
 
     def _search_adding(
-        self, queries: np.ndarray, k: int, allowed: np.ndarray, beam: int
+        self,
+        queries: np.ndarray,
+        k: int,
+        allowed: np.ndarray,
+        beam: int,
+        counted: tuple[int, list[np.ndarray]],
     ) -> tuple[np.ndarray, np.ndarray]:
         """The graph's rows through the graph, the rows an add has not reached yet exactly (none once
-        it is done). Slot == node id, so the graph holds exactly the slots below its `ntotal`."""
+        it is done). Slot == node id, so the graph holds exactly the slots below its `ntotal`.
+        `counted`: the count of `allowed` and its bitmap holder (`_allowed`), for a graph of every slot."""
         in_graph = int(self._store.ntotal)
         first, rows = self._adds.first, self._adds.rows
-        graph_allowed = allowed[:in_graph]
-        found = self._search_ann(queries, k, graph_allowed, int(np.count_nonzero(graph_allowed)), beam)
+        if in_graph == len(allowed):
+            found = self._search_ann(queries, k, allowed, *counted, beam)
+        else:
+            part = allowed[:in_graph]
+            found = self._search_ann(queries, k, part, int(np.count_nonzero(part)), None, beam)
         if in_graph >= len(allowed) or in_graph >= first + len(rows):
             return found
         rest = np.flatnonzero(allowed[in_graph : first + len(rows)]) + in_graph
@@ -323,11 +360,17 @@ class VectorIndex:
         return ann.exact_rows(self._store, queries, k, allowed)
 
     def _search_ann(
-        self, queries: np.ndarray, k: int, allowed: np.ndarray, n_allowed: int, ef: int
+        self,
+        queries: np.ndarray,
+        k: int,
+        allowed: np.ndarray,
+        n_allowed: int,
+        packed: list[np.ndarray] | None,
+        ef: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         if n_allowed <= self.config.ann_exact_max:
             return ann.exact_rows(self._store, queries, k, allowed)
-        found = ann.search_ann(self._store, queries, k, allowed, n_allowed, ef)
+        found = ann.search_ann(self._store, queries, k, allowed, n_allowed, ef, packed=packed)
         if not self._stale:
             return found
         stale = np.zeros(len(allowed), dtype=bool)

@@ -290,3 +290,20 @@ def test_room_made_before_a_write_keeps_the_graph_in_place_while_rows_join(
     assert ix.ids == whole.ids
     for a, b in zip(ix.search(db[::50], 3, ef=128), whole.search(db[::50], 3, ef=128), strict=True):
         assert [s for s, _ in a][:1] == [s for s, _ in b][:1]
+
+
+def test_a_mask_searched_again_follows_the_writes_between() -> None:
+    """The index keeps `live & mask` for the last read-only mask; a write in between must not be missed
+    (exact tier: every allowed row comes back, a removed one would with score 0)."""
+    db = _clustered(5, 400, 8)
+    ix = _filled(db, IndexConfig())
+    assert ix.tier == "exact"
+    mask = np.ones(ix.num_slots, dtype=bool)
+    mask[::3] = False
+    mask.setflags(write=False)
+    top = ix.search(db[1:2], 5, mask)[0][0][0]
+    ix.remove([f"n{top}"])
+    every = ix.search(db[1:2], ix.num_slots, mask)[0]
+    assert top not in [s for s, _ in every] and len(every) == int((mask & ix.live).sum())
+    (slot,) = ix.upsert(["fresh"], db[1:2])  # the freed slot, taken again
+    assert slot == top and ix.search(db[1:2], 1, mask)[0][0][0] == slot

@@ -73,17 +73,13 @@ def _own(question: str) -> bool:
 _FIRST = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine)\b", re.I)
 _YOU = re.compile(r"\byou(?:r|'re|'ve|'ll|'d)?\b", re.I)
 _HELP = re.compile(r"\byou\s+(?:please\s+)?help\b", re.I)
-_ASKING = re.compile(
-    r"\W*(?:how|what|what's|why|where|who|when|which|should|shall|can|could|will|would|do|does|did|is|are|am|"
-    r"was|were|has|have|any|anyone)\b",
-    re.I,
+_OPENERS = (
+    "how|what|why|where|who|when|which|should|shall|can|could|will|would|do|does|did|is|are|was|were|has|"
+    "have|any|anyone"
 )
+_ASKING = re.compile(rf"\W*(?:{_OPENERS}|what's|am)\b", re.I)
 """A sentence in the form of a question (set aside when about the speaker's own matter)."""
-_TAG_QUESTION = re.compile(
-    r",\s+(?=(?:does|do|did|is|isn't|are|was|were|should|shall|can|could|will|would|how|what|why|where|who|"
-    r"when|which|any|anyone|has|have|surely|or)\b)",
-    re.I,
-)
+_TAG_QUESTION = re.compile(rf",\s+(?=(?:{_OPENERS}|isn't|surely|or)\b)", re.I)
 
 
 @memo(cues.CACHE)

@@ -105,13 +105,13 @@ def before_aside(old_text: str, new_text: str) -> str | None:
     spans = [m.span() for m in _CLAUSE.finditer(new_text)]
     parts = [new_text[a:b] for a, b in spans]
     guarded = [bool(guard_cue(c) or cues.third_party(c)) for c in parts]
-    naming = [names_old(old_text, c) for c in parts]
-    first = next((i for i in range(len(parts)) if guarded[i] or naming[i]), None)
-    if first is None or guarded[first]:
+    first = next((i for i, c in enumerate(parts) if guarded[i] or names_old(old_text, c)), None)
+    if first is None or guarded[first]:  # most calls end here: a guard comes first
         return None
     aside = next((i for i in range(first, len(parts)) if guarded[i]), None)
     if aside is None or any(
-        guarded[i] and (naming[i] or _refers_back(parts[i])) for i in range(aside, len(parts))
+        guarded[i] and (names_old(old_text, parts[i]) or _refers_back(parts[i]))
+        for i in range(aside, len(parts))
     ):
         return None
     if _PERSON.search(new_text, spans[aside][0]):  # 'give him a buzz if ...': someone else's news

@@ -503,8 +503,7 @@ def value_kind(value: str) -> str:
 
 _JOINT = re.compile(rf"(?:\b(?:{_RELATIONS})(?:\s+\w+)?|\b(?-i:[A-Z])[a-z]+)\s*(?:\band|&)\s*$", re.I)
 """A party joined to the speaker's 'I' ('my wife and I', 'mum & i', 'Sarah and I', 'my boyfriend jake and
-i') is no other subject;
-'... across the drive and we're fighting over it' joins no party."""
+i') is no other subject; '... across the drive and we're fighting over it' joins no party."""
 
 
 @memo(CACHE)

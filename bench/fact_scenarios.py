@@ -79,6 +79,11 @@ LATER: dict[str, str] = {
     "told before a question, a trailing aside's cue) was built, first read by it once frozen",
     "thirtyfirst": "freelancers, gig workers and small-business owners (clients, rates, tools, platforms, "
     "premises), the same shares; written beside the thirtieth, first read the same way",
+    "thirtysecond": "young adults in first jobs and apprenticeships, flatshares, gaming and streaming communities, "
+    "a quarter of the statements long, a third of the updates with an ordinary cue; written after round 22 was "
+    "scored, not read yet: score it once with the next frozen version",
+    "thirtythird": "international families juggling two countries (banks, two numbers, schools, visas, tax, care), "
+    "the same shares; written beside the thirtysecond, not read yet",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

@@ -89,9 +89,10 @@ def rebuild(kind: str, rows: np.ndarray, config: IndexConfig) -> faiss.Index:
     return store
 
 
-def selector(allowed: np.ndarray) -> tuple[faiss.IDSelector, np.ndarray]:
-    """An ID selector over slots; the bitmap is returned too because FAISS does not own it."""
-    bitmap = np.packbits(allowed, bitorder="little")
+def selector(allowed: np.ndarray, bitmap: np.ndarray | None = None) -> tuple[faiss.IDSelector, np.ndarray]:
+    """An ID selector over slots (`bitmap`: `allowed` packed already); the bitmap is returned too because
+    FAISS does not own it."""
+    bitmap = np.packbits(allowed, bitorder="little") if bitmap is None else bitmap
     return faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap)), bitmap
 
 
@@ -115,13 +116,9 @@ def search_ann(
         )
         return store.search(queries, k, params=params)
     share = n_allowed / max(1, len(allowed))
-    if packed is None:
-        sel, bitmap = selector(allowed)
-    else:
-        if not packed:  # two threads may both pack: the same bits, either is kept
-            packed.append(np.packbits(allowed, bitorder="little"))
-        bitmap = packed[0]
-        sel = faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bitmap))
+    if packed is not None and not packed:  # two threads may both pack: the same bits, either is kept
+        packed.append(np.packbits(allowed, bitorder="little"))
+    sel, bitmap = selector(allowed, packed[0] if packed else None)
     beam = int(min(max(ef, k) / math.sqrt(max(share, 1e-6)), _MAX_BEAM))
     params = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
         sel=sel, efSearch=max(beam, k)

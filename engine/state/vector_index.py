@@ -320,7 +320,7 @@ class VectorIndex:
             if self.tier == ann.ANN:
                 beam = ef or self.config.search_beam(len(self))
                 with self._adds.reading():
-                    return self._search_adding(queries, k, allowed, beam, (n_allowed, packed))
+                    return self._search_adding(queries, k, allowed, n_allowed, packed, beam)
             return self._search_exact(queries, k, allowed, n_allowed)
 
     def _search_adding(
@@ -328,16 +328,18 @@ class VectorIndex:
         queries: np.ndarray,
         k: int,
         allowed: np.ndarray,
+        n_allowed: int,
+        packed: list[np.ndarray],
         beam: int,
-        counted: tuple[int, list[np.ndarray]],
     ) -> tuple[np.ndarray, np.ndarray]:
         """The graph's rows through the graph, the rows an add has not reached yet exactly (none once
         it is done). Slot == node id, so the graph holds exactly the slots below its `ntotal`.
-        `counted`: the count of `allowed` and its bitmap holder (`_allowed`), for a graph of every slot."""
+        `n_allowed`, `packed`: the count of `allowed` and its bitmap holder (`_allowed`), for a graph of
+        every slot."""
         in_graph = int(self._store.ntotal)
         first, rows = self._adds.first, self._adds.rows
         if in_graph == len(allowed):
-            found = self._search_ann(queries, k, allowed, *counted, beam)
+            found = self._search_ann(queries, k, allowed, n_allowed, packed, beam)
         else:
             part = allowed[:in_graph]
             found = self._search_ann(queries, k, part, int(np.count_nonzero(part)), None, beam)

@@ -84,6 +84,12 @@ LATER: dict[str, str] = {
     "scored, not read yet: score it once with the next frozen version",
     "thirtythird": "international families juggling two countries (banks, two numbers, schools, visas, tax, care), "
     "the same shares; written beside the thirtysecond, not read yet",
+    "thirtyfourth": "people living with a disability or a long-term illness and their carers (benefits, equipment, "
+    "support workers, adapted homes, medication), the same shares; written while round 23 (judge v11) was "
+    "built, not read yet",
+    "thirtyfifth": "sports fans and amateur players (season tickets, Sunday league, fantasy leagues, quiz teams) "
+    "and their everyday lives, British, Irish, Australian, American and Indian English, the same shares; "
+    "written beside the thirtyfourth, not read yet",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

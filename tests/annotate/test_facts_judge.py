@@ -1,5 +1,5 @@
 """Decision step 5: the learned pair judge retires what the rules kept for want of a shared attribute or a
-change signal, only when nearly sure, only for the speaker's own old fact, and never past a guard."""
+change signal, only when nearly sure, only for an old fact that is nobody else's, and never past a guard."""
 
 from __future__ import annotations
 
@@ -103,10 +103,21 @@ def test_a_rules_supersession_does_not_ask_the_judge() -> None:
     assert d.supersedes and "pair judge" not in d.reason
 
 
-def test_an_old_statement_not_of_the_speaker_is_left_to_the_rules() -> None:
-    assert judged("the office is on 5th street", "the office moved to the harbour", 1.0).reason.startswith(
-        "kept:"
-    )
+@pytest.mark.parametrize(
+    "old",
+    ["my sister's office is on 5th street", "Wow Jon, you look so happy at the office on 5th street"],
+)
+def test_an_old_statement_about_another_party_or_the_listener_is_left_to_the_rules(old: str) -> None:
+    assert judged(old, "the office is down by the harbour, a nice walk", 1.0).reason.startswith("kept:")
+
+
+def test_an_old_statement_about_things_with_no_one_named_is_the_speakers_to_judge() -> None:
+    """Round 23: 'Gas and electric are with British Gas' is the speaker's word on their own life; on the
+    sixteenth to thirty-first sets (unseen by judge v10) judging such facts found 37 more of 1,120 updates
+    and retired 2 more of 1,440 true facts, and retired no more LoCoMo dev chat turns."""
+    assert judged(
+        "Gas and electric are with British Gas", "Octopus sent the first bill, forty quid less", 0.99
+    ).supersedes
 
 
 def test_the_old_values_said_again_are_a_restatement_the_judge_cannot_retire() -> None:

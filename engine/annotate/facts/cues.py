@@ -27,6 +27,7 @@ __all__ = [
     "STILL",
     "possessed",
     "speaker_owned",
+    "nobody_elses",
     "all_stems",
     "content_stems",
     "is_past_event",
@@ -294,12 +295,14 @@ _NAMED_OWNER = re.compile(
 )
 """'Sue's NHS pension went up', 'Dev's contract ended': a named party's thing opens the statement."""
 _OWNER_SUBJECT = re.compile(
-    r"(?:^|[.!?]\s+)\W*(?:(?:my|our)\s+(?P<rel>[a-z]+)|(?P<name>(?-i:[A-Z])[a-z]+))"
-    r"(?:\s+[\w']+){1,3}?\s+(?:his|her)\b",
+    r"(?:^|[.!?]\s+)\W*(?:(?:my|our)\s+(?P<rel>[a-z]+)|(?P<name>(?-i:[A-Z])[a-z]+))(?:'s)?"
+    r"(?:(?:\s+[\w']+){1,3}?\s+(?:his|her)\b|"
+    r"(?:(?<='s)|\s+(?:has|had))\s+(?:\w+ed|gone|left|got|quit|sold|taken|been)\b[^.!?]*?\b(?:he|she)\b)",
     re.I,
 )
-"""A subject that changes its own thing ('Junior sold his Corolla', 'my bf cancelled his gold's'): the
-possessive says whose, whatever the subject is called."""
+"""A subject that changes its own thing ('Junior sold his Corolla', 'my bf cancelled his gold's', 'our
+Darren's moved his pension'): the possessive says whose, whatever the subject is called; or a named subject
+that a 'he' / 'she' later in the sentence refers back to ('Pam has left the choir, she says it's more fun')."""
 _NUMBER = re.compile(
     r"(?<![a-z\d])(?<!(?-i:[A-Z])-)\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th)(?![a-z])|%)?", re.I
 )
@@ -427,6 +430,17 @@ def speaker_owned(text: str) -> bool:
     others in Clapham'), not about someone or something else."""
     first = _FIRST_SUBJECT.search(text) or _FIRST_OBJECT.search(text) or _NO_SUBJECT.match(text)
     return bool(first) and third_party(text) is None
+
+
+_SECOND_PERSON = re.compile(r"\b(?:you|your|you're|you've|u|ur)\b", re.I)
+
+
+@memo(CACHE)
+def nobody_elses(text: str) -> bool:
+    """The statement is the speaker's own, or about things with no person named as whose ('Gas and electric
+    are with British Gas', 'NHS hearing aids, the beige ones'): a chat speaker's word on their own life. Not
+    one about the listener ('you look so happy') or another party."""
+    return speaker_owned(text) or (third_party(text) is None and not _SECOND_PERSON.search(text))
 
 
 _NO_SUBJECT = re.compile(

@@ -23,13 +23,14 @@ version ("superseded: same attribute 'manager', change cue 'since'"). The steps,
    With none of these, a sentence encoder's cosine (`sentence`, MiniLM on the masked statements) of at
    least SENTENCE, for short statements, an old one of the speaker's own ('I', 'my', 'we') and a new one
    with an explicit change cue ('I bank with Chase' / 'moved all my accounts over to a credit union').
-4. A change: an ending cue naming the old thing ("sold the Outback", "no longer", "quit"); the old
-   statement's attribute word renewed ("a new dentist"); or, unless every
+4. A change (engine.annotate.facts.change): an ending cue naming the old thing ("sold the Outback", "no
+   longer", "quit"); the old statement's attribute word renewed ("a new dentist"); or, unless every
    old value is said again (a restatement), a change cue ("now", "these days", "since the reorg",
    "switched", "instead") or a value replaced (an old name or number gone, a new one in its place).
 5. The pair judge (engine.annotate.facts.pair_judge: MiniLM read as a cross-encoder, adapters trained on
    statement pairs written blind), for what step 3 or 4 kept: it retires the old fact when its probability
-   reaches JUDGE, the old statement is the speaker's own and the new one does not name every old value
+   reaches JUDGE, the old statement is nobody else's (the speaker's own, or about things with no one named:
+   'Gas and electric are with British Gas') and the new one does not name every old value
    (step 4's restatement) nor tell a day in the old fact's life ('washed the golf today'). Every guard and
    the lexicon have run before, so it never overrules them; it finds the updates no cue announces ('we rent
    downtown' / 'finally closed on the house in Ballard'). Two statements of which one is past MAX_WORDS (up
@@ -43,9 +44,9 @@ true fact from default search.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
+import engine.annotate.facts.change as change
 import engine.annotate.facts.clauses as clauses
 import engine.annotate.facts.cues as cues
 import engine.annotate.facts.occasions as occasions
@@ -157,19 +158,20 @@ def decide(
     attribute = same_attribute(old_text, new_text, sim) or close_sentences(old_text, new_text, sentence)
     if attribute is None:
         return _judged(judge, old_text, new_text) or Decision.keep("no shared attribute")
-    change = _change(old_text, new_text)
-    if change is None:
+    changed = change.change(old_text, new_text)
+    if changed is None:
         return _judged(judge, old_text, new_text) or Decision.keep(
             f"same attribute '{attribute}', no change signal"
         )
-    return Decision(True, f"superseded: same attribute '{attribute}', {change}", attribute=attribute)
+    return Decision(True, f"superseded: same attribute '{attribute}', {changed}", attribute=attribute)
 
 
 def _judged(judge: Similarity, old_text: str, new_text: str) -> Decision | None:
     """Step 5: what the rules kept for want of a shared attribute or a change signal, the learned pair
-    judge may retire, when it is nearly sure and the old fact is the speaker's own ('I', 'my', 'we'), unless
-    the new statement names every value of the old one (step 4's restatement: 'kept us at 950')."""
-    if judge is None or not cues.speaker_owned(old_text) or _restated(old_text, new_text):
+    judge may retire, when it is nearly sure and the old fact is nobody else's ('I', 'my', 'we', or things
+    with no one named: 'Gas and electric are with British Gas'), unless the new statement names every value
+    of the old one (step 4's restatement: 'kept us at 950')."""
+    if judge is None or not cues.nobody_elses(old_text) or _restated(old_text, new_text):
         return None
     if _episode_of(old_text, new_text):
         return None
@@ -199,7 +201,7 @@ def _episode_of(old_text: str, new_text: str) -> bool:
     this morning'): it names the old thing next to a one-off time, and the judge reads such news as change."""
     if not _EPISODE_NOW.search(new_text):
         return False
-    if _replaced(old_text, new_text):  # 'deposit hit 15k today' after '8k saved': the new value's day
+    if change.replaced(old_text, new_text):  # 'deposit hit 15k today' after '8k saved': the new value's day
         return False
     return bool(cues.all_stems(old_text) & cues.all_stems(new_text))
 
@@ -298,87 +300,3 @@ def _names_party(old_text: str, new_text: str) -> bool:
 
 def _other_speaker(a: str | None, b: str | None) -> bool:
     return bool(a and b and a.strip().lower() != b.strip().lower())
-
-
-def _ends_old_thing(old_text: str, new_text: str, cue: str) -> bool:
-    """The words after an ending cue name something of the old statement: 'shelved the budgeting app'."""
-    after = new_text.lower().partition(cue)[2].split()[:4]
-    return bool(cues.content_stems(" ".join(after)).keys() & cues.content_stems(old_text).keys())
-
-
-def _ended_before(old_text: str, new_text: str, cue: str) -> bool:
-    """A cue that follows what ended ('Overwatch is dead to me', 'crutches are off', 'Camden is behind
-    us') ends the old thing only when the words before it name it: a word or a value of the old statement."""
-    before = " ".join(new_text.lower().partition(cue)[0].split()[-4:])
-    old_words = cues.content_stems(old_text).keys() | cues.values(old_text)
-    return bool((cues.content_stems(before).keys() | set(before.split())) & old_words)
-
-
-def _change(old_text: str, new_text: str) -> str | None:
-    old_values, new_values = cues.values(old_text), cues.values(new_text)
-    kept = {v for v in old_values if says(new_text, v)}
-    said, new_text = new_text, masked(new_text)  # a cue inside a name ('New York') is no cue
-    if ending := cues.first_match(cues.ENDING, new_text):
-        return _ending(old_text, said, ending, bool(kept or not old_values or not new_values))
-    if cue := cues.renewed(old_text, new_text):
-        return f"attribute renewed '{cue}'"
-    if cue := cues.negated_attribute(old_text, new_text):
-        return f"attribute negated '{cue}'"
-    cue = cues.first_match(cues.CHANGE, new_text)
-    if old_values and kept == old_values:  # every value of the old statement is said again
-        # ... beside a new one of its kind and a change cue: 'Seoul instead of Tokyo'
-        came = _replacing(kept, new_values - old_values, old_text, said)
-        return f"value '{sorted(kept)[0]}' -> '{came[0]}', change cue '{cue}'" if cue and came else None
-    if cue := cue or cues.first_match(cues.RETURN, new_text):
-        return f"change cue '{cue}'"
-    if cues.first_match(cues.EPISODE, new_text):
-        return None  # 'I went to bed at 2am last night': an episode, not a new standing value
-    gone = sorted(old_values - kept)
-    came = _replacing(gone, new_values - old_values, old_text, said)
-    if gone and came:
-        return f"value '{gone[0]}' -> '{came[0]}'"
-    return None
-
-
-def _replacing(
-    old_values: Iterable[str], new_values: Iterable[str], old_text: str, new_text: str
-) -> list[str]:
-    """The new values of a kind the old ones have: a name replaces a name, a number a number of the same
-    thing ('the Fiido barely lasts 30km now' measures the bike; 'down again, 3rd time this month' replaces
-    no '150'; '3 trains' no '35 minutes')."""
-    old_units, new_units = cues.units(old_text), cues.units(new_text)
-    kinds = {(cues.value_kind(v), old_units.get(v)) for v in old_values}
-
-    def fits(value: str) -> bool:
-        kind, unit = cues.value_kind(value), new_units.get(value)
-        return any(kind == k and (unit is None or u is None or unit == u) for k, u in kinds)
-
-    return sorted(v for v in new_values if fits(v))
-
-
-def _replaced(old_text: str, new_text: str) -> bool:
-    """A number of the old statement gone and one of the same thing in its place ('£1,400' / '£1,650 from
-    July'). Not a name: a day in the old thing's life names other things ('took the Serena in today, so the
-    trip to Nikko ...')."""
-    old_values, new_values = cues.values(old_text), cues.values(new_text)
-    gone = [v for v in old_values if cues.value_kind(v) == "number" and not says(new_text, v)]
-    return bool(gone and _replacing(gone, new_values - old_values, old_text, new_text))
-
-
-_PASSING = re.compile(
-    r"\W*(?:\w+\W+){0,2}?(?:again\b|for (?:an?|a few|\d+|one|two|three|half an) (?:second|minute|hour|day|night)s?\b)"
-)
-
-
-def _ending(old_text: str, new_text: str, cue: str, names_old: bool) -> str | None:
-    """An ending cue ends the old fact when it names the old thing: a cue that follows what ended ('the
-    Jeep's gone') by the words before it; others by an old value said again, or the words after the cue
-    ('not in Paris anymore' ends Paris, not New York; 'shelved the budgeting app'). One that recurs or
-    lasts a while ('the fibre dropped again', 'dropped out for an hour') ends nothing."""
-    if _PASSING.match(new_text.lower().partition(cue)[2]):
-        return None
-    if cues.POSTFIX_ENDING.fullmatch(cue):
-        names_old = _ended_before(old_text, new_text, cue)
-    else:
-        names_old = names_old or _ends_old_thing(old_text, masked(new_text), cue)
-    return f"ending cue '{cue}'" if names_old else None

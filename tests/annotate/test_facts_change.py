@@ -1,0 +1,57 @@
+"""Round 23 on constructed pairs: a change cue that passes or measures nothing changes nothing, and a named
+party whose later 'he' / 'she' says so is another person. Each checked with its counterpart that changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.annotate.facts.change import change
+from engine.annotate.facts.cues import third_party
+from engine.annotate.facts.decision import Decision, Statement, decide
+
+
+def judge(old: str, new: str, sim: float = 0.6) -> Decision:
+    return decide(Statement(old, "Rosa"), Statement(new, "Rosa"), sim)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "changed"),
+    [
+        # a rise or fall of something the old statement did not measure: news about it, not a new value
+        ("I get a council pension and the state one", "council pension went up 4% in April", False),
+        ("my insulin is two units at night", "went up to four units after the review", True),
+        ("the gym membership is £32 a month", "membership went up to £36 a month", True),
+        # a change that passes
+        ("we're with Sky broadband", "Sky broadband went down for the whole of Saturday", False),
+        ("we're with Sky broadband", "Sky broadband went down for a few hours", False),
+        ("I work the tills at Tesco", "moved to the Aldi tills for the money", True),
+    ],
+)
+def test_a_change_cue_that_passes_or_measures_nothing(old: str, new: str, changed: bool) -> None:
+    assert (change(old, new) is not None) is changed
+
+
+@pytest.mark.parametrize(
+    ("text", "party"),
+    [
+        ("Pam has left the Bach Choir for a gospel one, she says it's more fun", "pam"),
+        ("Our Kieran's moved his savings into one of those apps", "my kieran"),
+        ("Maria's started at the bakery, she loves it", "maria"),
+        # no pronoun that points back, or the name is the speaker's object: not another party's news
+        ("Dr Shah has moved me onto a lower dose", None),
+        ("Amira qualified and moved out, the back room is free", None),
+        ("My manager is Helen, she's great", None),
+    ],
+)
+def test_a_named_subject_that_a_later_pronoun_points_back_to(text: str, party: str | None) -> None:
+    assert third_party(text) == party
+
+
+def test_another_partys_news_about_the_same_thing_keeps_the_fact() -> None:
+    old = "I sing alto with the Bach Choir"
+    new = "Pam has left the Bach Choir for a gospel one, she says it's more fun"
+    assert judge(old, new) == Decision.keep("third person 'pam'")
+    # the party the old fact was about may well change it
+    assert judge(
+        "my dentist is Mr Cole at Castle Street", "Mr Cole's retired, he sold the practice"
+    ).supersedes

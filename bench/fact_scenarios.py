@@ -81,15 +81,20 @@ LATER: dict[str, str] = {
     "premises), the same shares; written beside the thirtieth, first read the same way",
     "thirtysecond": "young adults in first jobs and apprenticeships, flatshares, gaming and streaming communities, "
     "a quarter of the statements long, a third of the updates with an ordinary cue; written after round 22 was "
-    "scored, not read yet: score it once with the next frozen version",
+    "scored, first read by round 23 once frozen (with judge v11, which did not ship) and by what shipped",
     "thirtythird": "international families juggling two countries (banks, two numbers, schools, visas, tax, care), "
-    "the same shares; written beside the thirtysecond, not read yet",
+    "the same shares; written beside the thirtysecond, first read the same way",
     "thirtyfourth": "people living with a disability or a long-term illness and their carers (benefits, equipment, "
-    "support workers, adapted homes, medication), the same shares; written while round 23 (judge v11) was "
-    "built, not read yet",
+    "support workers, adapted homes, medication), the same shares; written while round 23 was built, first "
+    "read the same way",
     "thirtyfifth": "sports fans and amateur players (season tickets, Sunday league, fantasy leagues, quiz teams) "
     "and their everyday lives, British, Irish, Australian, American and Indian English, the same shares; "
-    "written beside the thirtyfourth, not read yet",
+    "written beside the thirtyfourth, first read the same way",
+    "thirtysixth": "teenagers and their parents and grandparents (college, part-time jobs, driving lessons, exams), "
+    "slang and lower case beside long careful messages, the same shares; written after round 23 was scored, "
+    "not read yet: score it once with the next frozen version",
+    "thirtyseventh": "money and everyday admin online (subscriptions, banking and budgeting apps, side hustles, "
+    "savings, contracts), the same shares; written beside the thirtysixth, not read yet",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

@@ -75,25 +75,8 @@ SCENARIO_SETS = (
     "thirteenth",
     "fourteenth",
     "fifteenth",
-    "sixteenth",
-    "seventeenth",
-    "eighteenth",
-    "nineteenth",
-    "twentieth",
-    "twentyfirst",
-    "twentysecond",
-    "twentythird",
-    "twentyfourth",
-    "twentyfifth",
-    "twentysixth",
-    "twentyseventh",
-    "twentyeighth",
-    "twentyninth",
-    "thirtieth",
-    "thirtyfirst",
 )
-"""The scenario sets already scored (round 23 froze this list before the thirty-second and thirty-third were
-read)."""
+"""The scenario sets already scored (round 19 froze this list before the sixteenth and seventeenth were read)."""
 
 
 def load_pairs(paths: Sequence[Path]) -> list[dict[str, Any]]:

@@ -92,9 +92,14 @@ LATER: dict[str, str] = {
     "written beside the thirtyfourth, first read the same way",
     "thirtysixth": "teenagers and their parents and grandparents (college, part-time jobs, driving lessons, exams), "
     "slang and lower case beside long careful messages, the same shares; written after round 23 was scored, "
-    "not read yet: score it once with the next frozen version",
+    "first read by round 23b (read from the thirty-second to thirty-fifth) once frozen",
     "thirtyseventh": "money and everyday admin online (subscriptions, banking and budgeting apps, side hustles, "
-    "savings, contracts), the same shares; written beside the thirtysixth, not read yet",
+    "savings, contracts), the same shares; written beside the thirtysixth, first read the same way",
+    "thirtyeighth": "tradespeople, drivers and manual workers typing between jobs, abbreviations beside long rants, "
+    "the same shares; written while round 23b was built, not read yet: score it once with the next frozen "
+    "version",
+    "thirtyninth": "new parents and parents of young children (nurseries, sleep, leave, childcare), tired short "
+    "messages beside long anxious ones, the same shares; written beside the thirtyeighth, not read yet",
 }
 """The blind sets written after the first (split -> how it was written and first read), in order; each is
 bench/fact_scenarios_<split>.json, written by a helper session from the scenario format alone, never the

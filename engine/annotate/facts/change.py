@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import engine.annotate.facts.cues as cues
 from engine.annotate.facts.attribute import says
 
-__all__ = ["change", "replaced"]
+__all__ = ["change", "ended", "replaced"]
 
 
 def _ends_old_thing(old_text: str, new_text: str, cue: str) -> bool:
@@ -55,6 +55,31 @@ def change(old_text: str, new_text: str) -> str | None:
     if gone and came:
         return f"value '{gone[0]}' -> '{came[0]}'"
     return None
+
+
+_RECALLED = frozenset(("used to",))
+"""A cue that looks back at a former state ('I used to have a dog back in Michigan'), not at a change."""
+_CLAUSE_END = re.compile(r"[,.;:!?(]|\s(?:and|but|so|then)\s")
+
+
+def ended(old_text: str, new_text: str) -> str | None:
+    """An ending cue whose own clause names the old thing right after it ('closed the Remitly account',
+    'we lost Bramble in the spring', 'gave up the hot desk'): a change read even in a long statement, where
+    a shared word alone is coincidence. Words past a comma or an 'and' belong to the next clause ('cancelled
+    the order, and TalkTalk agreed ...'). Not an ending the old statement told already ('lost my job
+    yesterday' / 'tough going since I lost my job'), nor a former state ('used to')."""
+    said = cues.masked(new_text)
+    cue = cues.first_match(cues.ENDING, said)
+    if cue is None or cues.POSTFIX_ENDING.fullmatch(cue) or cue.lower() in _RECALLED:
+        return None
+    if cues.first_match(cues.ENDING, cues.masked(old_text)) == cue:  # the ending told again
+        return None
+    after = _CLAUSE_END.split(new_text.lower().partition(cue.lower())[2], maxsplit=1)[0].split()[:4]
+    if _PASSING.match(" ".join(after)) or not after:
+        return None
+    old_words = cues.content_stems(old_text).keys() | {v.lower() for v in cues.values(old_text)}
+    named = cues.content_stems(" ".join(after)).keys() | {w.strip("'\"") for w in after}
+    return f"ending cue '{cue}' on the old thing" if named & old_words else None
 
 
 def _replacing(

@@ -111,10 +111,12 @@ NEGATED_PAST = _rx(
     r"bottled it",
     r"(?:got|get|getting) cold feet",
     r"(?:couldn'?t|could not) go through with",
+    r"un-?(?:cancel+ed|did|subscribed again)",
+    r"talked (?:me|us|him|her|them) round",
 )
 """A change that did not happen: 'I never did quit the choir', 'I almost sold the bike but didn't', 'was
 gonna get a new number', 'was supposed to move to the Hong Kong office', 'offered me head of department and I
-turned it down'."""
+turned it down', 'cancelled TalkTalk, then they offered half price so I un-cancelled'."""
 
 EPISODE = _rx(
     r"last night", r"yesterday", r"this morning", r"tonight", r"the other day", r"last (?:week|weekend)"
@@ -297,12 +299,16 @@ _NAMED_OWNER = re.compile(
 _OWNER_SUBJECT = re.compile(
     r"(?:^|[.!?]\s+)\W*(?:(?:my|our)\s+(?P<rel>[a-z]+)|(?P<name>(?-i:[A-Z])[a-z]+))(?:'s)?"
     r"(?:(?:\s+[\w']+){1,3}?\s+(?:his|her)\b|"
-    r"(?:(?<='s)|\s+(?:has|had))\s+(?:\w+ed|gone|left|got|quit|sold|taken|been)\b[^.!?]*?\b(?:he|she)\b)",
+    r"(?:(?:(?<='s)|\s+(?:has|had))\s+(?:\w+ed|gone|left|got|quit|sold|taken|been)|"
+    r"(?:\s+(?:at|from|in|on)\s+(?:the\s+)?\w+)?\s+(?:gave|left|quit|sold|went|took|lost))\b"
+    r"(?!\s+(?:me|us)\b)[^.!?]*?\b(?:he|she)\b)",
     re.I,
 )
 """A subject that changes its own thing ('Junior sold his Corolla', 'my bf cancelled his gold's', 'our
 Darren's moved his pension'): the possessive says whose, whatever the subject is called; or a named subject
-that a 'he' / 'she' later in the sentence refers back to ('Pam has left the choir, she says it's more fun')."""
+that a 'he' / 'she' later in the sentence refers back to ('Pam has left the choir, she says it's more fun',
+'Kat gave up vegan, she was gone': in the plain past, a verb that ends something), unless the speaker is
+the object ('Shah has moved me onto ..., she says')."""
 _NUMBER = re.compile(
     r"(?<![a-z\d])(?<!(?-i:[A-Z])-)\$?\d[\d,.:]*(?:\s?(?:k|am|pm|st|nd|rd|th)(?![a-z])|%)?", re.I
 )

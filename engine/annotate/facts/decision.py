@@ -153,6 +153,8 @@ def decide(
         return Decision.keep(f"different attributes (frame) {distinct}")
     if len(old_text.split()) > MAX_WORDS or len(new_text.split()) > MAX_WORDS:
         judged = _judged(judge, old_text, new_text) if _story_of(old_text, new_text) else None
+        if judged is None and (cue := change.ended(old_text, new_text)):
+            return Decision(True, f"superseded: {cue}", attribute="ended")
         return judged or Decision.keep(f"longer than {MAX_WORDS} words and not read by the lexicon")
     sim = resolve(similarity)
     attribute = same_attribute(old_text, new_text, sim) or close_sentences(old_text, new_text, sentence)

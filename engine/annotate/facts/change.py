@@ -30,6 +30,8 @@ def _ended_before(old_text: str, new_text: str, cue: str) -> bool:
 
 
 def change(old_text: str, new_text: str) -> str | None:
+    """The change the new statement reports about the old one's attribute ('ending cue 'sold'', 'value
+    '1400' -> '1650''), or None: decision step 4, once both are known to share an attribute."""
     old_values, new_values = cues.values(old_text), cues.values(new_text)
     kept = {v for v in old_values if says(new_text, v)}
     said, new_text = new_text, cues.masked(new_text)  # a cue inside a name ('New York') is no cue
@@ -75,7 +77,7 @@ def ended(old_text: str, new_text: str) -> str | None:
     if cues.first_match(cues.ENDING, cues.masked(old_text)) == cue:  # the ending told again
         return None
     after = _CLAUSE_END.split(new_text.lower().partition(cue.lower())[2], maxsplit=1)[0].split()[:4]
-    if _PASSING.match(" ".join(after)) or not after:
+    if not after or _PASSING.match(" ".join(after)):
         return None
     old_words = cues.content_stems(old_text).keys() | {v.lower() for v in cues.values(old_text)}
     named = cues.content_stems(" ".join(after)).keys() | {w.strip("'\"") for w in after}

@@ -1,5 +1,6 @@
-"""Round 23 on constructed pairs: a change cue that passes or measures nothing changes nothing, and a named
-party whose later 'he' / 'she' says so is another person. Each checked with its counterpart that changes."""
+"""Rounds 23 and 23b on constructed pairs: a change cue that passes or measures nothing changes nothing, a
+named party whose later 'he' / 'she' says so is another person, and an ending cue whose own clause names the
+old thing is a change in a long statement too. Each checked with its counterpart."""
 
 from __future__ import annotations
 
